@@ -324,9 +324,12 @@ class Retransmit(wiring.Component):
         h_wr = health_mem.write_port()
         m.submodules.prb_mem = prb_mem = memory.Memory(shape=1, depth=lay.pool, init=[])
         prb_rd, prb_wr = prb_mem.read_port(), prb_mem.write_port()
-        # MR-TX-242: S1b's write of a probe bit (prb_s1) is made a cycle later from registers
+        # MR-TX-242: S1b's write of a probe bit (prb_s1) is made a cycle later from registers;
+        # MR-TX-364: its address and bit by the event's kind (registered), its enable the OR of
+        # a registered sent_ok and S2a's tail-probe flags (set below), not S1b's decision
         prb_s1 = Signal(data.StructLayout({"en": 1, "addr": pw, "data": 1}))
-        m.d.sync += [prb_wr.en.eq(prb_s1.en), prb_wr.addr.eq(prb_s1.addr), prb_wr.data.eq(prb_s1.data)]
+        prb_sent = Signal()
+        m.d.sync += [prb_sent.eq(prb_s1.en), prb_wr.addr.eq(prb_s1.addr), prb_wr.data.eq(prb_s1.data)]
         # MR-TX-054: the estimator's RTOs to the path rows, and its memory (srtt, rttvar, valid)
         # MR-TX-203: with ``ages`` the RTO event carries the new srtt to the health memory
         rto_lay = data.StructLayout({"row": rb, "rto": dur, **({"srtt": dur} if self.ages else {})})
@@ -612,14 +615,16 @@ class Retransmit(wiring.Component):
             h_base_in = Mux(hwb_valid & s1a_hsame, hwb_data, Mux(s1a_hsame_prev, hwb_prev, h_rd.data))
             m.d.sync += [s1a_hsame_prev.eq(hwb_valid & hit(lambda r: r[pb:] == hwb_addr)),
                          hwb_prev.eq(hwb_data)]
+        s1_hsame_next = s1_valid & s1a_valid & (s1a_row[pb:] == s1_row[pb:])
         m.d.sync += [s1a_hsame.eq(s1_valid & hit(lambda r: r[pb:] == s1_row[pb:])),
-                     s1_hsame.eq(s1_valid & s1a_valid & (s1a_row[pb:] == s1_row[pb:])),
+                     s1_hsame.eq(s1_hsame_next),
                      h_base.eq(h_base_in)]
         health_row = Signal(hw)
+        h_write, h_new = Signal(), Signal(hw)
         h_fwd = hwb_valid & s1_hsame
+        h_fwd_next = h_write & s1_hsame_next        # h_fwd after the edge (MR-TX-365)
         m.d.comb += health_row.eq(Mux(h_fwd, hwb_data, h_base))
         health_raw, ecn_raw = health_row[:lay.paths], health_row[lay.paths]
-        h_write, h_new = Signal(), Signal(hw)
         # MR-TX-241: S1b's decision ends at hwb_valid, not at the memory's write enable
         m.d.comb += [h_wr.en.eq(hwb_valid), h_wr.addr.eq(hwb_addr), h_wr.data.eq(hwb_data),
                      h_new.eq(health_row)]
@@ -648,16 +653,23 @@ class Retransmit(wiring.Component):
                 return Cat(*(recent_at(t_ack_of(v, q), srtt_x_of(v, q)) for q in range(lay.paths)))
             rec_base = Signal(lay.paths, name="h_rec_base")
             rec_wb = Signal(lay.paths, name="h_rec_wb")
-            m.d.sync += [rec_base.eq(recent_bits(h_base_in)), rec_wb.eq(recent_bits(h_new))]
+            rec_base_in, rec_wb_in = Signal(lay.paths), Signal(lay.paths)
+            m.d.comb += [rec_base_in.eq(recent_bits(h_base_in)), rec_wb_in.eq(recent_bits(h_new))]
+            m.d.sync += [rec_base.eq(rec_base_in), rec_wb.eq(rec_wb_in)]
 
             # MR-TX-211: the ages on the read row and on the previous write in parallel,
-            # selected by the registered forward flag (MR-TX-038 (4)); "another path healthy"
-            # is ORed on each side too
+            # selected by the forward flag (MR-TX-038 (4)); "another path healthy" is ORed on
+            # each side too. MR-TX-365: each side's OR and the select a cycle ahead, registered
+            # (h_base_in and h_new are what h_base and hwb_data load, s1a_row's path what
+            # path_bit loads, h_fwd_next what h_fwd is after the edge), so S1b's decision
+            # starts at a flip-flop, not at hwb_valid's AND-OR across the chip
+            s1a_path_bit = Const(1, lay.paths) << s1a_row[:pb]
+
             def others_of(v, rec):
-                bits = v[:lay.paths] & rec
-                return (bits & ~path_bit).any()
-            others_aged = Signal()
-            m.d.comb += others_aged.eq(Mux(h_fwd, others_of(hwb_data, rec_wb), others_of(h_base, rec_base)))
+                return (v[:lay.paths] & rec & ~s1a_path_bit).any()
+            others_aged = Signal(name="h_others_aged")
+            m.d.sync += others_aged.eq(Mux(h_fwd_next, others_of(h_new, rec_wb_in),
+                                           others_of(h_base_in, rec_base_in)))
             if self.verdict_health:
                 # MR-TX-300: the same aged bits, each side, selected by the forward flag
                 def aged_others(v, rec):
@@ -766,6 +778,9 @@ class Retransmit(wiring.Component):
                      record.lap.eq(s1_sent.lap)]                                # MR-TX-209
         m.d.comb += [rec_wr.addr.eq(free_head), rec_wr.data.eq(record),
                      link_wr.addr.eq(row.tail), link_wr.data.eq(free_head)]
+        # MR-TX-364: the probe bit's address and value by the event's kind alone (a sent packet's
+        # 0 at its record, a check's 1 at the row's tail), not by the tail probe's decision
+        m.d.comb += [prb_s1.addr.eq(Mux(s1_kind == 3, row.tail, free_head)), prb_s1.data.eq(s1_kind == 3)]
         # MR-TX-067: the row's new fields are those of a recorded packet whatever sent_ok
         # says; sent_ok gates the write, the pool's writes and the pushes
         with m.If(is_sent):
@@ -775,8 +790,7 @@ class Retransmit(wiring.Component):
                 m.d.comb += [nrow.t_live.eq(s1_sent.t_sent), nrow.timer_on.eq(1),
                              nrow.listed.eq(1)]
             with m.If(sent_ok):
-                m.d.comb += [free_pop.eq(1), rec_wr.en.eq(1), link_wr.en.eq(~empty),
-                             prb_s1.en.eq(1), prb_s1.addr.eq(free_head), prb_s1.data.eq(0),
+                m.d.comb += [free_pop.eq(1), rec_wr.en.eq(1), link_wr.en.eq(~empty), prb_s1.en.eq(1),
                              inc["sent"].eq(1), row_write.eq(1), push_job.eq(empty),
                              push_ins.eq(no_live & ~row.listed)]
             with m.Else():
@@ -902,8 +916,7 @@ class Retransmit(wiring.Component):
             with m.If(row.timer_on & due & probe_go):
                 # the timer runs again from now (the insert's deadline: now + rto x 2^backoff)
                 m.d.comb += [inc["tail_probes"].eq(1), push_probe.eq(1), push_ins.eq(1),
-                             nrow.probed.eq(1), nrow.t_live.eq(now), nrow.listed.eq(1),
-                             prb_s1.en.eq(1), prb_s1.addr.eq(row.tail), prb_s1.data.eq(1)]
+                             nrow.probed.eq(1), nrow.t_live.eq(now), nrow.listed.eq(1)]
             with m.Elif(row.timer_on & due):
                 m.d.comb += [inc["timeouts"].eq(1), push_job.eq(1),
                              h_write.eq(1),
@@ -973,6 +986,9 @@ class Retransmit(wiring.Component):
                      s2b_row.eq(s2_row), s2b_conn.eq(s2_conn),
                      s2b_path.eq(s2_path), s2b_probe_push.eq(s2_probe), s2b_psn.eq(s2_psn),
                      s2b_to.eq(s2_to), s2b_verdict.eq(s2_verdict)]
+        # MR-TX-364: the probe bit's write enable from registers: a sent packet's (prb_sent) or
+        # the tail probe S2a holds (a push on m_probe that is not a timeout's verdict)
+        m.d.comb += prb_wr.en.eq(prb_sent | (s2_probe & ~s2_to))
 
         # -- stage S2b: the pushes
         m.d.comb += [job_q.w_en.eq(s2b_job_push), job_q.w_data.eq(s2b_job)]

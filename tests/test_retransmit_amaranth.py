@@ -464,19 +464,26 @@ def test_lockstep_tail_probe_answered():
     assert not [e for e in m.events if e[0] == "rto" and e[2] == 1]
 
 
+PRB_EN_LINE = "prb_wr.en.eq(prb_sent | (s2_probe & ~s2_to))"
 PROBE_BIT_WRONG = {
     # MR-TX-165: the walker's test of the probe bit removed
     "sample_taken": ("e_start.eq(to_acked & (e_stage == 0) & ~prb_rd.data)",
                      "e_start.eq(to_acked & (e_stage == 0))"),
-    # MR-TX-242: the late write from S1b's registered write dropped (the bit never set)
-    "late_write_dropped": ("prb_wr.en.eq(prb_s1.en)", "prb_wr.en.eq(0)"),
+    # MR-TX-242, MR-TX-364: the tail probe's late write dropped (the bit never set)
+    "late_write_dropped": (PRB_EN_LINE, "prb_wr.en.eq(prb_sent)"),
+    # MR-TX-364: the enable from S2b's flags, a cycle after the address register's event
+    "enable_a_cycle_late": (PRB_EN_LINE, "prb_wr.en.eq(prb_sent | (s2b_probe_push & ~s2b_to))"),
+    # MR-TX-364: the address by kind swapped (a check's bit at the free head)
+    "address_kind_swapped": ("prb_s1.addr.eq(Mux(s1_kind == 3, row.tail, free_head))",
+                             "prb_s1.addr.eq(Mux(s1_kind == 3, free_head, row.tail))"),
 }
 
 
 @pytest.mark.parametrize("case", sorted(PROBE_BIT_WRONG))
 def test_lockstep_tail_probe_sample_wrong_form_fails(case):
-    """MR-TX-165, MR-TX-242: the RTL taking the probed record's RTT sample (the walker's test of
-    its probe bit removed, or the bit's late write from S1b's registered write dropped) fails
+    """MR-TX-165, MR-TX-242, MR-TX-364, MR-TX-366: the RTL taking the probed record's RTT sample
+    (the walker's test of its probe bit removed, or the tail probe's write dropped; since
+    MR-TX-364 also its enable from S2b's flags, a cycle late, or the address's kinds swapped) fails
     the lockstep of the answered probe (``test_lockstep_tail_probe_answered``, which passes with
     the bit written a cycle after S1b). Without the ages, as its positive test
     (``run_lockstep``'s default): with them path 0's progress has aged out by path 1's expiry
@@ -523,7 +530,9 @@ def _health_forward_items(gap):
 
 
 HEALTH_WRONG = {
-    0: ("h_fwd = hwb_valid & s1_hsame", "h_fwd = Const(0, 1)"),
+    # S1b's forward dropped: the health row's, and since MR-TX-365 the registered select's
+    0: ("h_fwd = hwb_valid & s1_hsame\n        h_fwd_next = h_write & s1_hsame_next",
+        "h_fwd = Const(0, 1)\n        h_fwd_next = Const(0, 1)"),
     1: ("Mux(hwb_valid & s1a_hsame, hwb_data, Mux(s1a_hsame_prev, hwb_prev, h_rd.data))",
         "Mux(0, hwb_data, Mux(s1a_hsame_prev, hwb_prev, h_rd.data))"),
     # MR-TX-241's forward of the write made at the read's own edge dropped
@@ -624,7 +633,8 @@ def _verdicts(res):
 
 
 AGES_WRONG = {
-    "health": ("bits = v[:lay.paths] & rec", "bits = v[:lay.paths] | 0 & rec"),
+    "health": ("return (v[:lay.paths] & rec & ~s1a_path_bit).any()",     # MR-TX-365's form
+               "return (v[:lay.paths] & ~s1a_path_bit).any()"),
     "ecn": ("ecn = ecn_raw & ecn_fresh", "ecn = ecn_raw | 0 & ecn_fresh"),
 }
 
@@ -676,10 +686,20 @@ def test_wheel_increment_as_logic():
 
 # ------------------------------------------------------------------ S1b's depth with the ages (MR-TX-211..214)
 
+# MR-TX-365: "another path healthy", each side's OR and the forward select registered
+OTHERS_LINE = ("m.d.sync += others_aged.eq(Mux(h_fwd_next, others_of(h_new, rec_wb_in),\n"
+               "                                           others_of(h_base_in, rec_base_in)))")
 S1B_DEPTH_WRONG = {
     # MR-TX-211: "another path healthy" from the read row alone (the forward side dropped)
-    "others_read_row_only": ("others_aged.eq(Mux(h_fwd, others_of(hwb_data, rec_wb), others_of(h_base, rec_base)))",
-                             "others_aged.eq(others_of(h_base, rec_base))"),
+    "others_read_row_only": (OTHERS_LINE, "m.d.sync += others_aged.eq(others_of(h_base_in, rec_base_in))"),
+    # MR-TX-365: the forward side's OR registered from the forward register (a write late)
+    "others_wb_stale": ("others_of(h_new, rec_wb_in)", "others_of(hwb_data, rec_wb)"),
+    # MR-TX-365: the select registered from the forward flag before the edge (a cycle late), or
+    # without S1b's health write (the write side taken when nothing is written)
+    "others_select_late": ("h_fwd_next = h_write & s1_hsame_next", "h_fwd_next = h_fwd"),
+    "others_select_without_write": ("h_fwd_next = h_write & s1_hsame_next", "h_fwd_next = s1_hsame_next"),
+    # MR-TX-365: each side's OR excluding S1b's own path instead of the path of the event it serves
+    "others_path_of_s1b": ("& rec & ~s1a_path_bit", "& rec & ~path_bit"),
     # MR-TX-212: S2a's valid without the job flag (the inflight count short)
     "s2_valid_without_job": ("m.d.comb += s2_valid.eq(s2_job | s2_ins | s2_err | s2_probe)",
                              "m.d.comb += s2_valid.eq(s2_ins | s2_err | s2_probe)"),
@@ -708,7 +728,12 @@ def test_s1b_depth_wrong_forms_fail(case):
     """MR-TX-211..214: each run passes with the RTL as built (0 mismatches, ages on) and fails
     with the wrong form: "another path healthy" without the forward side (the check right behind
     the connection's first progress), S2a's valid without the job flag (the take credit's
-    inflight count short under heavy backpressure), a timeout writing an ACK's health data."""
+    inflight count short under heavy backpressure), a timeout writing an ACK's health data.
+    MR-TX-365, MR-TX-366 ("another path healthy" registered a cycle ahead, each side's OR and the
+    forward select): its forward side from the forward register (a write late), either side
+    excluding S1b's own path rather than the path of the event it will serve, the select from
+    the forward flag before the edge or without S1b's health write, each fails
+    ``test_lockstep_ages``' traffic."""
     _s1b_depth_run(case, Retransmit)
     wrong = _retransmit_with(*S1B_DEPTH_WRONG[case])
     try:
@@ -750,9 +775,9 @@ def test_late_write_wrong_forms_fail(case):
 # the forward register: a write late), the read side's from the memory's read without S1a's
 # forward
 AGE_DEADLINE_WRONG = {
-    "wb_deadline_stale": ("rec_wb.eq(recent_bits(h_new))", "rec_wb.eq(recent_bits(hwb_data))"),
-    "wb_deadline_unwritten": ("rec_wb.eq(recent_bits(h_new))", "rec_wb.eq(recent_bits(h_base_in))"),
-    "base_deadline_unforwarded": ("rec_base.eq(recent_bits(h_base_in))", "rec_base.eq(recent_bits(h_rd.data))"),
+    "wb_deadline_stale": ("rec_wb_in.eq(recent_bits(h_new))", "rec_wb_in.eq(recent_bits(hwb_data))"),
+    "wb_deadline_unwritten": ("rec_wb_in.eq(recent_bits(h_new))", "rec_wb_in.eq(recent_bits(h_base_in))"),
+    "base_deadline_unforwarded": ("rec_base_in.eq(recent_bits(h_base_in))", "rec_base_in.eq(recent_bits(h_rd.data))"),
 }
 
 
@@ -991,11 +1016,13 @@ def test_s1_row_registered_wrong_forms_fail(case):
 
 # ------------------------------------------------------------------ the ages tested a cycle ahead (MR-TX-343..345)
 
-AGES_AHEAD_LINE = "m.d.sync += [rec_base.eq(recent_bits(h_base_in)), rec_wb.eq(recent_bits(h_new))]"
+AGES_AHEAD_LINE = "m.d.comb += [rec_base_in.eq(recent_bits(h_base_in)), rec_wb_in.eq(recent_bits(h_new))]"
 # MR-TX-345's wrong form: the recent bits tested in S1b at S1b's clock (on S1b's registered read
 # and the forward register, the rows the deadlines of MR-TX-244 were registered from): before
-# MR-TX-343 the unit's timing
-AGES_AT_S1B = (AGES_AHEAD_LINE, "m.d.comb += [rec_base.eq(recent_bits(h_base)), rec_wb.eq(recent_bits(hwb_data))]")
+# MR-TX-343 the unit's timing (since MR-TX-365 "another path healthy" is registered beside the
+# recent bits, so the form is written on its select)
+AGES_AT_S1B = (OTHERS_LINE, "m.d.comb += others_aged.eq(Mux(h_fwd, (hwb_data[:lay.paths] & recent_bits(hwb_data) "
+                            "& ~path_bit).any(), (h_base[:lay.paths] & recent_bits(h_base) & ~path_bit).any()))")
 
 
 def _age_edge_items():
