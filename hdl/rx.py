@@ -251,6 +251,14 @@ SV_BASE_EQ = True
 # MR-RX-273: a wrong form for the negative control: msg - j registered from the record ahead
 # (S3's as it leaves for S4) instead of S2's
 SV_MINUS_WRONG = False
+# MR-RX-293: "S5's record writes S4's record's message row" (y_take: S5 accepted, not a READ
+# response, a new chunk, the same {connection, stream}) registered as S4's record enters S5, from
+# S4's decision and the next pair's address equality, so S4's verdict and S5's row forward
+# select by one flip-flop, not by a LUT over S5's registers (False: that LUT, the same function)
+Y_TAKE_REG = True
+# MR-RX-294: a wrong form for the negative control: the register loaded with the address equality
+# of the pair ahead (this cycle's S5 and S4) instead of the next pair's (S4 and S3)
+Y_TAKE_WRONG = False
 
 
 def _table(m, name, shape, depth, *, collision_x, poison, collided, comb_port=None):
@@ -1521,9 +1529,11 @@ class Rx(wiring.Component):
                                                 old4.placed == s4_rest))
         nx_wrow = msg_stage(new_row, s4_rec, s4_msg_minus, s4_rest, "nxw", done_of=nxw_done if NX_DONE else None,
                             slot_of=nxw_slot if NXW_SHARED else None)
+        nx_new_d = Signal()     # nx_new as S4's record enters S5
+        m.d.comb += nx_new_d.eq(Mux(m_fwd_now if NX_FWD else 0, nx_wrow["new"], nx_base["new"]))
         with m.If(advance):
-            for reg, key in ((nx_new, "new"), (nx_done, "done")):
-                m.d.sync += reg.eq(Mux(m_fwd_now if NX_FWD else 0, nx_wrow[key], nx_base[key]))
+            m.d.sync += [nx_new.eq(nx_new_d),
+                         nx_done.eq(Mux(m_fwd_now if NX_FWD else 0, nx_wrow["done"], nx_base["done"]))]
             m.d.sync += nx_run.eq(Mux(m_fwd_now if NX_FWD else 0, Cat(*nx_wrow["run"]), Cat(*nx_base["run"])))
         # the records: which of the run make one (S6 packs them, MR-RX-116); which are READ
         # requests executed (a response item each, MR-RX-131)
@@ -1565,9 +1575,22 @@ class Rx(wiring.Component):
         ]
         # the configuration never writes beside an accepted S5 record (cfg_ready), so the
         # stage's write is the only one S4's record can need from this cycle
-        m.d.comb += m_fwd_now.eq(m_step & m_new & m_same)
+        if Y_TAKE_REG:
+            # MR-RX-293: S5's `push & s5_accepted & ~mc.read & m_new & m_same` as a register: each
+            # term is a register loaded as the records move (S4's accepted, read, nx_new, and the
+            # address equality m_same takes), so the register equals `s5_valid &` that AND in
+            # every cycle (accepted implies S4's valid) and `advance &` it is the old term. S4's
+            # verdict takes it without `advance`: every use of the verdict is a register loaded
+            # on `advance` or the path table's write, whose enable takes it
+            y_take_r = Signal(name="y_take_r")
+            same_next = m_same if Y_TAKE_WRONG else (msg_addr_s4 == msg_addr)
+            with m.If(advance):
+                m.d.sync += y_take_r.eq(accepted & ~s4_carry.read & nx_new_d & same_next)
+            m.d.comb += [m_fwd_now.eq(advance & y_take_r), y_take.eq(y_take_r)]
+        else:
+            m.d.comb += [m_fwd_now.eq(m_step & m_new & m_same), y_take.eq(m_step & m_new & m_same)]
         # MR-RX-169: this write and its delivery run, for S4's slot verdict
-        m.d.comb += [y_take.eq(m_step & m_new & m_same), y_run.eq(Cat(*[r & y_take for r in run]))]
+        m.d.comb += y_run.eq(Cat(*[r & y_take for r in run]))
         if self.slot_nak:
             # MR-RX-201: S5's write for the verdict's S3 terms: its row's next and run length (a
             # prefix: one-hot from adjacent bits), and a configuration write's next
