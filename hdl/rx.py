@@ -259,8 +259,9 @@ SV_MINUS_WRONG = False
 Y_TAKE_REG = True
 # MR-RX-295: S4's message-slot verdict taken for both outcomes of S5's write (its run as S5's
 # registers hold it, and none), y_take the last select (False: the run masked by y_take first,
-# the same function)
-SV_LATE_SEL = True
+# the same function). Off (MR-RX-297): on the ECP5 it cost 1,665 mapped LUT4 for a deeper loop
+# than MR-RX-293 alone gives; with y_take a register the masked run is one AND of two registers
+SV_LATE_SEL = False
 # MR-RX-294: a wrong form for the negative control: the register loaded with the address equality
 # of the pair ahead (this cycle's S5 and S4) instead of the next pair's (S4 and S3)
 Y_TAKE_WRONG = False
