@@ -252,6 +252,19 @@ SV_BASE_EQ = True
 # MR-RX-273: a wrong form for the negative control: msg - j registered from the record ahead
 # (S3's as it leaves for S4) instead of S2's
 SV_MINUS_WRONG = False
+# MR-RX-293: "S5's record writes S4's record's message row" (y_take: S5 accepted, not a READ
+# response, a new chunk, the same {connection, stream}) registered as S4's record enters S5, from
+# S4's decision and the next pair's address equality, so S4's verdict and S5's row forward
+# select by one flip-flop, not by a LUT over S5's registers (False: that LUT, the same function)
+Y_TAKE_REG = True
+# MR-RX-295: S4's message-slot verdict taken for both outcomes of S5's write (its run as S5's
+# registers hold it, and none), y_take the last select (False: the run masked by y_take first,
+# the same function). Off (MR-RX-297): on the ECP5 it cost 1,665 mapped LUT4 for a deeper loop
+# than MR-RX-293 alone gives; with y_take a register the masked run is one AND of two registers
+SV_LATE_SEL = False
+# MR-RX-294: a wrong form for the negative control: the register loaded with the address equality
+# of the pair ahead (this cycle's S5 and S4) instead of the next pair's (S4 and S3)
+Y_TAKE_WRONG = False
 
 
 def _table(m, name, shape, depth, *, collision_x, poison, collided, comb_port=None):
@@ -870,7 +883,8 @@ class Rx(wiring.Component):
 
         # driven by the message stage: S5's record writes S4's record's row in this cycle (a new
         # chunk of the same stream), and the run of messages it delivers (a prefix: k of them)
-        y_take, y_run = Signal(), Signal(n_slots)
+        # (y_run_if: the run as S5's registers hold it, S5's delivery if it writes S4's row)
+        y_take, y_run, y_run_if = Signal(), Signal(n_slots), Signal(n_slots)
         sv_refused, sv_beyond = Const(0, 1), Const(0, 1)
         if self.slot_nak:
             # MR-RX-167..171: the message-slot verdict, taken in S4 before the path row changes.
@@ -963,20 +977,33 @@ class Rx(wiring.Component):
             with m.If(advance):
                 m.d.sync += [y_msg_eq.eq(s3_carry.msg == s4_carry.msg),
                              y_hdr_ne.eq((s3_carry.msg_len != s4_carry.msg_len) | (s3_carry.kind != s4_carry.kind))]
-            # after S5's write: next' = next + k, d' = d - k. Delivered (seq_lt32(msg, next')): d < k,
-            # or d in (2^31 + k, 2^32); within the slots: k <= d < k + msg_slots
-            sv_lt_k = Cat(*[sv_eq[j] & y_run[j] for j in range(n_slots)]).any()
-            sv_edge = Cat(*[sv_eqh[i] & (Const(1, 1) if i == 0 else y_run[i - 1]) for i in range(n_slots + 1)]).any()
-            sv_behind = sv_lt_k | (sv_neg & ~sv_edge)
-            sv_win = Cat(*[sv_eq[j] & ~y_run[j] if j < n_slots else sv_eq[j] & y_run[j - n_slots]
-                           for j in range(2 * n_slots)]).any()
-            # within the slots and at or after next (not freed by S5's delivery): the slot's message
-            # (S5's record's when it is the same message) against S4's msg_len and kind
-            sv_old = Cat(*[sv_eq[j] & ~y_run[j] for j in range(n_slots)]).any()
-            sv_mism = Mux(y_take & y_msg_eq, y_hdr_ne, sv_valid & sv_ne)
-            sv_beyond = ~sv_behind & ~sv_win
-            # a READ response has no message slot (MR-RX-112); a timer event none either
-            sv_refused = ~s4_carry.read & (sv_beyond | (sv_old & sv_mism))
+            def sv_verdict(take, yrun):
+                """The verdict given S5's write (``take``) and its delivery run (``yrun``)."""
+                # after S5's write: next' = next + k, d' = d - k. Delivered (seq_lt32(msg, next')): d < k,
+                # or d in (2^31 + k, 2^32); within the slots: k <= d < k + msg_slots
+                sv_lt_k = Cat(*[sv_eq[j] & yrun[j] for j in range(n_slots)]).any()
+                sv_edge = Cat(*[sv_eqh[i] & (Const(1, 1) if i == 0 else yrun[i - 1]) for i in range(n_slots + 1)]).any()
+                sv_behind = sv_lt_k | (sv_neg & ~sv_edge)
+                sv_win = Cat(*[sv_eq[j] & ~yrun[j] if j < n_slots else sv_eq[j] & yrun[j - n_slots]
+                               for j in range(2 * n_slots)]).any()
+                # within the slots and at or after next (not freed by S5's delivery): the slot's message
+                # (S5's record's when it is the same message) against S4's msg_len and kind
+                sv_old = Cat(*[sv_eq[j] & ~yrun[j] for j in range(n_slots)]).any()
+                sv_mism = Mux(take & y_msg_eq, y_hdr_ne, sv_valid & sv_ne)
+                sv_beyond = ~sv_behind & ~sv_win
+                # a READ response has no message slot (MR-RX-112); a timer event none either
+                return dict(refused=~s4_carry.read & (sv_beyond | (sv_old & sv_mism)), beyond=sv_beyond,
+                            # MR-RX-188: a fresh slot: within the slots after S5's write and the slot
+                            # empty (neither held in the table nor taken by S5's record of the same message)
+                            fresh=sv_win & ~(sv_old & (sv_valid | (take & y_msg_eq))))
+            if SV_LATE_SEL:
+                # MR-RX-295: both outcomes from S4's registers and S5's registered run, S5's write
+                # (y_take, MR-RX-293's register) the last select
+                v1, v0 = sv_verdict(Const(1, 1), y_run_if), sv_verdict(Const(0, 1), Const(0, n_slots))
+                sv_v = {key: Mux(y_take, v1[key], v0[key]) for key in v1}
+            else:
+                sv_v = sv_verdict(y_take, y_run)
+            sv_refused, sv_beyond = sv_v["refused"], sv_v["beyond"]
 
         # MR-RX-188..190: responder resources (MR-VERB-005). A count per connection (`rsc`) of
         # READ and atomic requests taken and not yet answered in full, read in S2 and registered
@@ -999,9 +1026,7 @@ class Rx(wiring.Component):
             rsc_s5_inc = Signal()       # S5's record takes a resource in this cycle (driven below)
             rsc_ahead = rsc_same & rsc_s5_inc
             rsc_full = Mux(rsc_ahead, rsc_cnt >= n_rsc - 1, rsc_cnt >= n_rsc)
-            # a fresh slot: within the slots after S5's write and the slot empty (neither held
-            # in the table nor taken by S5's record of the same message)
-            rsc_fresh = sv_win & ~(sv_old & (sv_valid | (y_take & y_msg_eq)))
+            rsc_fresh = sv_v["fresh"]
             rsc_req = ~s4_carry.read & ~s4_carry.timer & s4_carry.kind[2] & rsc_fresh
             rsc_rnr = rsc_req & ~sv_refused & rsc_full
             rsc_take = rsc_req
@@ -1522,9 +1547,11 @@ class Rx(wiring.Component):
                                                 old4.placed == s4_rest))
         nx_wrow = msg_stage(new_row, s4_rec, s4_msg_minus, s4_rest, "nxw", done_of=nxw_done if NX_DONE else None,
                             slot_of=nxw_slot if NXW_SHARED else None)
+        nx_new_d = Signal()     # nx_new as S4's record enters S5
+        m.d.comb += nx_new_d.eq(Mux(m_fwd_now if NX_FWD else 0, nx_wrow["new"], nx_base["new"]))
         with m.If(advance):
-            for reg, key in ((nx_new, "new"), (nx_done, "done")):
-                m.d.sync += reg.eq(Mux(m_fwd_now if NX_FWD else 0, nx_wrow[key], nx_base[key]))
+            m.d.sync += [nx_new.eq(nx_new_d),
+                         nx_done.eq(Mux(m_fwd_now if NX_FWD else 0, nx_wrow["done"], nx_base["done"]))]
             m.d.sync += nx_run.eq(Mux(m_fwd_now if NX_FWD else 0, Cat(*nx_wrow["run"]), Cat(*nx_base["run"])))
         # the records: which of the run make one (S6 packs them, MR-RX-116); which are READ
         # requests executed (a response item each, MR-RX-131)
@@ -1566,9 +1593,22 @@ class Rx(wiring.Component):
         ]
         # the configuration never writes beside an accepted S5 record (cfg_ready), so the
         # stage's write is the only one S4's record can need from this cycle
-        m.d.comb += m_fwd_now.eq(m_step & m_new & m_same)
+        if Y_TAKE_REG:
+            # MR-RX-293: S5's `push & s5_accepted & ~mc.read & m_new & m_same` as a register: each
+            # term is a register loaded as the records move (S4's accepted, read, nx_new, and the
+            # address equality m_same takes), so the register equals `s5_valid &` that AND in
+            # every cycle (accepted implies S4's valid) and `advance &` it is the old term. S4's
+            # verdict takes it without `advance`: every use of the verdict is a register loaded
+            # on `advance` or the path table's write, whose enable takes it
+            y_take_r = Signal(name="y_take_r")
+            same_next = m_same if Y_TAKE_WRONG else (msg_addr_s4 == msg_addr)
+            with m.If(advance):
+                m.d.sync += y_take_r.eq(accepted & ~s4_carry.read & nx_new_d & same_next)
+            m.d.comb += [m_fwd_now.eq(advance & y_take_r), y_take.eq(y_take_r)]
+        else:
+            m.d.comb += [m_fwd_now.eq(m_step & m_new & m_same), y_take.eq(m_step & m_new & m_same)]
         # MR-RX-169: this write and its delivery run, for S4's slot verdict
-        m.d.comb += [y_take.eq(m_step & m_new & m_same), y_run.eq(Cat(*[r & y_take for r in run]))]
+        m.d.comb += [y_run.eq(Cat(*[r & y_take for r in run])), y_run_if.eq(Cat(*run))]
         if self.slot_nak:
             # MR-RX-201: S5's write for the verdict's S3 terms: its row's next and run length (a
             # prefix: one-hot from adjacent bits), and a configuration write's next

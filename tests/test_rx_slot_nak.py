@@ -70,7 +70,7 @@ def test_message_cases_with_slot_nak():
 @pytest.mark.parametrize("p_idle,p_bp", [(0.0, 0.0), (0.2, 0.4)])
 def test_rtl_slot_verdict(p_idle, p_bp):
     """MR-RX-169..171, MR-RX-070, MR-RX-200..202, MR-RX-204..206, MR-RX-269, MR-RX-270,
-    MR-RX-272: the RTL with ``slot_nak`` in
+    MR-RX-272, MR-RX-293..297: the RTL with ``slot_nak`` in
     lockstep with the cycle model (Amaranth, the verdict table poisoned on reads that meet a
     write, MR-RX-119): the slot cases and the message cases, back to back (the verdict of a
     record behind the chunk that opens its message or delivers the messages before it; S4's
@@ -84,6 +84,28 @@ def test_rtl_slot_verdict(p_idle, p_bp):
     res = run_lockstep(64, s2, rc.message_cases(s2, slot_nak=True), seed=5, p_idle=p_idle, p_bp=p_bp,
                        slot_nak=True)
     assert res["counters"][CTR_MSG_REFUSED] == 2
+
+
+@pytest.mark.slow       # the form off by default (MR-RX-297), kept checked
+def test_rtl_slot_verdict_both_outcomes(monkeypatch):
+    """MR-RX-295..297: with S4's verdict taken for both outcomes of S5's write and `y_take` the
+    last select (`hdl.rx.SV_LATE_SEL`, off by default), test_rtl_slot_verdict's back-to-back
+    lockstep (the slot cases, then the message cases) and the fresh-slot term of
+    test_rtl_responder_resources, 0 mismatches."""
+    import metaroce.hdl.rx as hdl_rx
+    from test_rx_amaranth import run_lockstep
+    monkeypatch.setattr(hdl_rx, "SV_LATE_SEL", True)
+    _, s, cases = _cases(3)
+    res = run_lockstep(64, s, cases, seed=4, p_idle=0.0, p_bp=0.0, slot_nak=True, share=False)
+    assert res["counters"][RxCode.MSG_SLOTS] >= 12
+    s2 = rc.Setup(*DIMS, seed=3, mtu_log2=6)
+    res = run_lockstep(64, s2, rc.message_cases(s2, slot_nak=True), seed=5, p_idle=0.0, p_bp=0.0,
+                       slot_nak=True, share=False)
+    assert res["counters"][CTR_MSG_REFUSED] == 2
+    _, s3 = rc.endpoint_setup(*DIMS, seed=5, n_streams=1, max_rx_msgs=MSG_SLOTS, max_rd_atomic=1)
+    cases = rc.resource_cases(s3) + rc.resource_cases(s3, conn=1) + rc.resource_cases(s3)
+    res = run_lockstep(64, s3, cases, seed=4, p_idle=0.0, p_bp=0.0, max_rd_atomic=1, share=False)
+    assert res["counters"][RxCode.RNR] == 6 and len(res["rsp"]) == 6
 
 
 def test_rtl_slot_verdict_terms_catch_no_run(monkeypatch):
@@ -109,6 +131,21 @@ def test_rtl_slot_verdict_terms_catch_wrong_minus(monkeypatch):
     from test_rx_amaranth import run_lockstep
     from metaroce.tb.lockstep import Mismatch
     monkeypatch.setattr(hdl_rx, "SV_MINUS_WRONG", True)
+    _, s, cases = _cases(3)
+    with pytest.raises(Mismatch):
+        run_lockstep(64, s, cases, seed=4, p_idle=0.0, p_bp=0.0, slot_nak=True, share=False)
+
+
+def test_rtl_y_take_reg_catches_wrong_pair(monkeypatch):
+    """MR-RX-294 (negative control of MR-RX-293): with the register of S5's write of S4's row
+    (`y_take_r`) loaded with the address equality of the pair ahead (`hdl.rx.Y_TAKE_WRONG`: this
+    cycle's S5 and S4, not S4 and S3 as they move), the back-to-back lockstep of
+    test_rtl_slot_verdict's slot cases (two connections' cases one after another) fails, so
+    that test checks the register's next-pair form."""
+    import metaroce.hdl.rx as hdl_rx
+    from test_rx_amaranth import run_lockstep
+    from metaroce.tb.lockstep import Mismatch
+    monkeypatch.setattr(hdl_rx, "Y_TAKE_WRONG", True)
     _, s, cases = _cases(3)
     with pytest.raises(Mismatch):
         run_lockstep(64, s, cases, seed=4, p_idle=0.0, p_bp=0.0, slot_nak=True, share=False)
@@ -222,7 +259,7 @@ def test_cycle_model_responder_resources(seed):
 
 @pytest.mark.parametrize("p_idle,p_bp", [(0.0, 0.0), (0.2, 0.4)])
 def test_rtl_responder_resources(p_idle, p_bp):
-    """MR-RX-188..191, MR-RX-070: the RTL with ``max_rd_atomic`` 1 in lockstep with the cycle
+    """MR-RX-188..191, MR-RX-070, MR-RX-296: the RTL with ``max_rd_atomic`` 1 in lockstep with the cycle
     model (Amaranth, the count table poisoned on reads that meet a write, MR-RX-119): the
     resource cases back to back (the second READ right behind the first, which takes the
     resource in S5 in the second's S4 cycle) and with idle cycles and backpressure, then random
