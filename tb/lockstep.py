@@ -926,3 +926,12 @@ def wrong_form(module: str, old: str, new: str):
     mod.__source__ = src.replace(old, new)      # source_closure hashes this, not the file
     exec(compile(mod.__source__, spec.origin, "exec"), mod.__dict__)
     return mod
+
+
+def flat_port_names(signature) -> set:
+    """The port names of a component's ``signature`` as the flattened Verilog and the cycle
+    models name them: a plain port by its name, an interface's members as ``name__member``."""
+    out = set()
+    for name, member in signature.members.items():
+        out |= {name} if member.is_port else {f"{name}__{k}" for k in member.signature.members}
+    return out

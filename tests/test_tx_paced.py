@@ -16,15 +16,9 @@ from metaroce.models import protocol as P
 from metaroce.models import tx_pace_cases as pc
 from metaroce.models.driver import run_alone
 from metaroce.models.tx import SMALL, TxCycleModel
+from metaroce.tb.lockstep import flat_port_names
 
 NS = 4          # the drivers' ns a cycle
-
-
-def _flat(sig):
-    out = set()
-    for name, member in sig.members.items():
-        out |= {name} if member.is_port else {f"{name}__{k}" for k in member.signature.members}
-    return out
 
 
 def test_block_registered():
@@ -39,7 +33,7 @@ def test_block_registered():
         assert isinstance(dut, Tx) and dut.pacing and isinstance(dut.sched, PacedTxSched)
         assert dut.width == width and model.pacing and model.width == width
         names = model.port_names()
-        assert _flat(dut.signature) == set(names["inputs"]) | set(names["outputs"])
+        assert flat_port_names(dut.signature) == set(names["inputs"]) | set(names["outputs"])
         assert {"s_pace_write__valid", "mtu_wl", "line_mbps"} <= set(names["inputs"])
     assert not blocks.get("tx").make_component(64).pacing          # tx stays unpaced
 

@@ -11,6 +11,7 @@ import pytest
 
 from metaroce import blocks
 from metaroce.tb import tx_paced as tbp
+from metaroce.tb.lockstep import flat_port_names
 
 MODULE, TEST = "metaroce.tb.tx_paced", "tx_paced_lockstep"
 
@@ -27,13 +28,6 @@ PACED_ENV = {"TXP_ROWS": "1", "TXP_SEED": "1", "TXP_WRS": "30"}
 #: MR-TX-388: the first cycle the model without the hold (``retime_hold=0``) differs from the
 #: one with it on HOLD_ENV's run (the driver's cycle; ``reg_data``, the sent counter, one more)
 FIRST_DIVERGENCE = (490, "reg_data")
-
-
-def _flat(sig):
-    out = set()
-    for name, member in sig.members.items():
-        out |= {name} if member.is_port else {f"{name}__{k}" for k in member.signature.members}
-    return out
 
 
 def test_block_registered():
@@ -58,7 +52,7 @@ def test_block_registered():
     assert model.rows and model.pacing and isinstance(model.sched, TxSchedRowsModel)
     assert model.sched.pacing and model.sched.retime_hold
     names = model.port_names()
-    assert _flat(dut.signature) == set(names["inputs"]) | set(names["outputs"])
+    assert flat_port_names(dut.signature) == set(names["inputs"]) | set(names["outputs"])
     assert names == blocks.get("tx_paced").make_model(64).port_names()
     assert dut.signature == blocks.get("tx_paced").make_component(64).signature
     assert blk.model_factory()(64, retime_hold=False).sched.retime_hold is False

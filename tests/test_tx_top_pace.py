@@ -16,6 +16,7 @@ from metaroce.models.tx_pace import PACE_INPUTS, PACE_OUTPUTS
 from metaroce.models.tx_sched import TxSchedModel
 from metaroce.models.tx_sched_cases import wr_item
 from metaroce.tb.lockstep import Mismatch, run_amaranth
+from metaroce.tb.lockstep import flat_port_names
 
 _SCHED = ("chunk_window", "mtu", "cwnd", "conn_window", "path_pkts", "ack_every", "resend_depth")
 #: MR-TX-236: connection 0 opened at 5 Gb/s (a full frame's gap 1,821 ns, about 456 cycles: more
@@ -27,13 +28,6 @@ PACE = dict(rates=[5_000, 0], p_rate=0.01, rate_choices=(5_000, 10_000, 0))
 def _sem():
     return TxSchedModel(SMALL["conns"], SMALL["streams"], SMALL["paths"], SMALL["depth"],
                         **{k: SMALL[k] for k in _SCHED})
-
-
-def _flat(sig):
-    out = set()
-    for name, member in sig.members.items():
-        out |= {name} if member.is_port else {f"{name}__{k}" for k in member.signature.members}
-    return out
 
 
 #: MR-TX-236: the default lockstep's pacing: connection 0 at 50 Gb/s (a full frame's gap 183 ns,
@@ -80,8 +74,8 @@ def test_pacing_off_ports_unchanged():
     assert TxCycleModel(64, **SMALL).port_names() == TxCycleModel.port_names()
     names = TxCycleModel(64, **SMALL, pacing=True).port_names()
     assert names == {"inputs": list(INPUTS) + PACE_INPUTS, "outputs": list(OUTPUTS) + PACE_OUTPUTS}
-    assert _flat(plain.signature) == set(INPUTS) | set(OUTPUTS)
-    assert _flat(paced.signature) == set(names["inputs"]) | set(names["outputs"])
+    assert flat_port_names(plain.signature) == set(INPUTS) | set(OUTPUTS)
+    assert flat_port_names(paced.signature) == set(names["inputs"]) | set(names["outputs"])
     for cls in (Tx, TxCycleModel):
         with pytest.raises(ValueError):
             cls(64, **SMALL, pace_ignored=True)
