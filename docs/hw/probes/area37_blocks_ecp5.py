@@ -17,9 +17,6 @@ import metaroce.hdl.dma_write as dmaw_mod
 import metaroce.hdl.frame_builder as fb_mod
 import metaroce.hdl.tx as tx_mod
 from metaroce.models.engine import engine_tx_params
-from metaroce.sim import synth
-from metaroce.sim.pnr import ECP5
-from metaroce.sim.verilator import generate_verilog
 
 sys.path.insert(0, str(Path(__file__).parent))
 import engine_block_ecp5  # noqa: E402
@@ -47,12 +44,8 @@ def main(block, form, out):
             mod.BufferedQueue = fifo.SyncFIFOBuffered
         if hasattr(mod, "SyncQueue"):
             mod.SyncQueue = lambda *, width, depth: fifo.SyncFIFO(width=width, depth=depth)
-    out.mkdir(parents=True, exist_ok=True)
-    text, _ = synth.drop_zero_memory_init(generate_verilog(dut(block), block, platform=ECP5))
-    (out / "src.v").write_text(text)
-    res = engine_block_ecp5.main(out / "src.v", block, out / "syn", nowidelut=True)
-    print("ROW", json.dumps({"block": block, "form": form, **res["nextpnr_packed"],
-                             "DPR16X4": res["yosys"].get("TRELLIS_DPR16X4", 0)}))
+    print("ROW", json.dumps({"block": block, "form": form,
+                             **engine_block_ecp5.packed_row(dut(block), block, out)}))
 
 
 if __name__ == "__main__":

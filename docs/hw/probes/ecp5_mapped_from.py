@@ -10,6 +10,7 @@ import json
 import re
 
 from ecp5_mapped_depth import drivers, net_names, path_arrivals, run, sink_pins
+from ecp5_mapped_paths import trace
 
 
 def main(argv):
@@ -37,11 +38,7 @@ def main(argv):
         if reg in seen:
             continue
         seen.add(reg)
-        path, x = [], b
-        while x is not None:
-            path.append(f"{names.get(x, '?')[:48]}<{cells[driver[x]]['type'] if x in driver else '-'}>")
-            a = arrival(x)
-            x = a[2] if a is not None else None
+        path = trace(b, arrival, cells, driver, names)
         print(f"{ps:6d} ps {lv:3d} lv  {p}  {reg[:50]}  from {path[-1]}")
         print("    " + " <- ".join(dict.fromkeys(path)))
         if len(seen) >= n:

@@ -16,6 +16,16 @@ from ecp5_mapped_depth import drivers, net_names, path_arrivals, run, sink_pins
 EBR_CLK_TO_OUT_PS = 4260
 
 
+def trace(bit, arrival, cells, driver, names):
+    """The worst path into ``bit``, sink first: each net's name and its driver's cell type."""
+    path = []
+    while bit is not None:
+        path.append(f"{names.get(bit, '?')[:48]}<{cells[driver[bit]]['type'] if bit in driver else '-'}>")
+        a = arrival(bit)
+        bit = a[2] if a is not None else None
+    return path
+
+
 def main(argv):
     d = json.load(open(argv[1]))
     n = int(argv[2]) if len(argv) > 2 else 15
@@ -33,11 +43,7 @@ def main(argv):
         if reg in seen:
             continue
         seen.add(reg)
-        path, x = [], b
-        while x is not None:
-            path.append(f"{names.get(x, '?')[:48]}<{cells[driver[x]]['type'] if x in driver else '-'}>")
-            a = arrival(x)
-            x = a[2] if a is not None else None
+        path = trace(b, arrival, cells, driver, names)
         start = path[-1]
         print(f"{ps:6d} ps {lv:3d} lv  {typ}.{p}  {reg[:50]}  from {start}")
         print("    " + " <- ".join(dict.fromkeys(path)))

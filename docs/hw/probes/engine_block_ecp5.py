@@ -41,6 +41,19 @@ def main(src: Path, top: str, out: Path, nowidelut: bool = False) -> dict:
     return res
 
 
+
+def packed_row(dut, name: str, out: Path) -> dict:
+    """``dut`` elaborated with the ECP5 platform (as the build does), written to ``out/src.v`` and
+    run through :func:`main` with ``-nowidelut``: nextpnr's packed counts and Yosys's DPR16X4."""
+    from metaroce.sim import synth
+    from metaroce.sim.pnr import ECP5
+    from metaroce.sim.verilator import generate_verilog
+    out.mkdir(parents=True, exist_ok=True)
+    text, _ = synth.drop_zero_memory_init(generate_verilog(dut, name, platform=ECP5))
+    (out / "src.v").write_text(text)
+    res = main(out / "src.v", name, out / "syn", nowidelut=True)
+    return {**res["nextpnr_packed"], "DPR16X4": res["yosys"].get("TRELLIS_DPR16X4", 0)}
+
 if __name__ == "__main__":
     args = [a for a in sys.argv[1:] if a != "--nowidelut"]
     main(Path(args[0]), args[1], Path(args[2]) if len(args) > 2 else Path(tempfile.mkdtemp(prefix="block_ecp5_")),

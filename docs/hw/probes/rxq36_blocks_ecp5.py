@@ -19,9 +19,6 @@ from metaroce.hdl.engine import ENGINE_CFG_SACK
 from metaroce.models import records
 from metaroce.models.engine import ENGINE_CHUNK_WINDOW, engine_tx_params
 from metaroce.models.rx import SMALL
-from metaroce.sim import synth
-from metaroce.sim.pnr import ECP5
-from metaroce.sim.verilator import generate_verilog
 
 sys.path.insert(0, str(Path(__file__).parent))
 import engine_block_ecp5  # noqa: E402
@@ -41,12 +38,8 @@ def main(block, form, out):
     if form == "fifo":
         for mod in (rx_mod, tx_mod):
             mod.SyncQueue = lambda *, width, depth: fifo.SyncFIFO(width=width, depth=depth)
-    out.mkdir(parents=True, exist_ok=True)
-    text, _ = synth.drop_zero_memory_init(generate_verilog(dut(block), block, platform=ECP5))
-    (out / "src.v").write_text(text)
-    res = engine_block_ecp5.main(out / "src.v", block, out / "syn", nowidelut=True)
-    print("ROW", json.dumps({"block": block, "form": form, **res["nextpnr_packed"],
-                             "DPR16X4": res["yosys"].get("TRELLIS_DPR16X4", 0)}))
+    print("ROW", json.dumps({"block": block, "form": form,
+                             **engine_block_ecp5.packed_row(dut(block), block, out)}))
 
 
 if __name__ == "__main__":
