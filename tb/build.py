@@ -180,3 +180,17 @@ def build(blk, width: int, *, waves=False, coverage: bool = False):
                                 parameters={"width": width}, waves=waves, build_args=args,
                                 public="ports", source_fingerprint=block_fingerprint(blk, width))
     return _builds[key]
+
+
+def run_block_test(block: str, test_module: str, test: str, env=None, *, out_var=None,
+                   width: int = 64, **run_kwargs):
+    """Block ``block``'s cached Verilator build at ``width`` (:func:`build`) running the one
+    cocotb test ``test`` of ``test_module`` with ``env`` (``sim.verilator.run_one``): the JSON
+    row it wrote (printed, for the test log), or ``None`` without ``out_var``."""
+    from metaroce import blocks
+    from metaroce.sim import verilator as vl
+    row = vl.run_one(build(blocks.get(block), width), test_module, test, env, out_var=out_var,
+                     **run_kwargs)
+    if out_var is not None:
+        print(row)
+    return row

@@ -137,16 +137,11 @@ def test_bounds_after_time_writes():
     assert pc.check_frames_left(paced, [(0, 104), (0, 404)])["early"] == [(0, 404, 500)]
 
 
-def _build():
+def _run(env, out_var="TXP_OUT"):
+    """The cached build's lockstep with ``env``'s knobs: its figures (``None`` without
+    ``out_var``)."""
     from metaroce.tb import build as tb_build
-    return tb_build.build(blocks.get("tx_rows_paced"), 64)
-
-
-def _run(env):
-    from metaroce.sim import verilator as vl
-    row = vl.run_one(_build(), MODULE, TEST, env, out_var="TXP_OUT")
-    print(row)
-    return row
+    return tb_build.run_block_test("tx_rows_paced", MODULE, TEST, env, out_var=out_var)
 
 
 @pytest.mark.slow
@@ -194,7 +189,7 @@ def test_tx_rows_paced_rtl_wrong_model_fails(tmp_path):
     from metaroce.tb.lockstep import Mismatch, run_amaranth
     env = dict(HOLD_ENV, TXP_MODEL="retime_hold=0", TXP_OUT=str(tmp_path / "row.json"))
     with pytest.raises(vl.CocotbTestFailure):
-        vl.run_one(_build(), MODULE, TEST, env)
+        _run(env, out_var=None)
     row = json.loads((tmp_path / "row.json").read_text())
     print(row)
     assert row["model"] == {"retime_hold": False}

@@ -27,15 +27,10 @@ SHORT_ENV = {"TXP_ROWS": "1", "TXP_CASE": "short", "TXP_SEED": "1", "TXP_WRS": "
              "TXP_RSPS": "2"}
 
 
-def _build():
-    return tb_build.build(blocks.get("tx_sched_rows_paced"), 64)
-
-
-def _run(env):
-    """The cached build's lockstep with ``env``'s knobs: its figures."""
-    row = vl.run_one(_build(), MODULE, TEST, env, out_var="TXP_OUT")
-    print(row)
-    return row
+def _run(env, out_var="TXP_OUT"):
+    """The cached build's lockstep with ``env``'s knobs: its figures (``None`` without
+    ``out_var``)."""
+    return tb_build.run_block_test("tx_sched_rows_paced", MODULE, TEST, env, out_var=out_var)
 
 
 def _amaranth(env):
@@ -198,7 +193,7 @@ def test_tx_sched_rows_paced_rtl_wrong_model_fails(knob, tmp_path):
     the signal of the Amaranth lockstep's first mismatch."""
     env = dict(SHORT_ENV, TXP_MODEL=knob, TXP_OUT=str(tmp_path / "row.json"))
     with pytest.raises(vl.CocotbTestFailure):
-        vl.run_one(_build(), MODULE, TEST, env)
+        _run(env, out_var=None)
     row = json.loads((tmp_path / "row.json").read_text())
     print(row)
     assert row["model"] == {knob.split("=")[0]: True}

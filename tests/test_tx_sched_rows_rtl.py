@@ -15,7 +15,6 @@ import os
 
 import pytest
 
-from metaroce import blocks
 from metaroce.models.tx_sched import SMALL
 from metaroce.sim import verilator as vl
 from metaroce.tb import build as tb_build
@@ -31,15 +30,10 @@ STALL_ENV = {"TXR_SEED": "35", "TXR_WRS": "40", "TXR_PIDLE": "0.2", "TXR_PBP": "
              "TXR_LOSS": "0.6", "TXR_PCWND": "0.05", "TXR_CWND_HI": "8000"}
 
 
-def _build():
-    return tb_build.build(blocks.get("tx_sched_rows"), 64)
-
-
-def _run(env):
-    """The cached build's lockstep with ``env``'s knobs: its figures."""
-    row = vl.run_one(_build(), MODULE, TEST, env, out_var="TXR_OUT")
-    print(row)
-    return row
+def _run(env, out_var="TXR_OUT"):
+    """The cached build's lockstep with ``env``'s knobs: its figures (``None`` without
+    ``out_var``)."""
+    return tb_build.run_block_test("tx_sched_rows", MODULE, TEST, env, out_var=out_var)
 
 
 def _amaranth(env):
@@ -127,7 +121,7 @@ def test_tx_sched_rows_rtl_wrong_model_fails(tmp_path):
     signal of its Amaranth lockstep's first mismatch."""
     env = dict(STORM_ENV, TXR_MODEL="last_active_kept=0", TXR_OUT=str(tmp_path / "row.json"))
     with pytest.raises(vl.CocotbTestFailure):
-        vl.run_one(_build(), MODULE, TEST, env)
+        _run(env, out_var=None)
     row = json.loads((tmp_path / "row.json").read_text())
     print(row)
     assert row["model"] == {"last_active_kept": False}
