@@ -8,9 +8,9 @@ no pin. :class:`BoardTop` therefore keeps the block's ports on chip:
 * **Clock and reset.** The board oscillator feeds an ECP5 PLL (``EHXPLLL``, configured by
   ``ecppll``; instantiated here as the module ``pll_module``) that makes the core clock; the
   board's active-low reset button and the PLL's lock signal reset the core domain through a
-  reset synchroniser (asserted at once, released on the core clock). The block's reset goes
-  through a ``DCCA`` (MR-FLOW-042): nextpnr routes it on a global network to every flip-flop's
-  LSR instead of on the fabric's wires, where a net to thousands of slices crowds every tile.
+  reset synchroniser (asserted at once, released on the core clock). ``global_reset=True`` puts
+  the block's reset through a ``DCCA`` (MR-FLOW-042), on a global network; off by default: at
+  the engine, the global's fixed wires into the slices' LSR left a logic arc unroutable.
 * **Traffic source** (:class:`Harness`). A 32-bit Galois LFSR shifts 32 new pseudo-random bits
   per cycle into a shift register as wide as all the block's inputs together (at least 32
   bits); every input bit of the block (data, keep, valid, last, ready of its output streams,
@@ -177,14 +177,14 @@ class BoardTop(Elaboratable):
     ``block``: the block's Verilog module name; ``ports``: :func:`block_ports` of it;
     ``pll_module``: the PLL's Verilog module (ports ``clkin``, ``clkout0``, ``locked``, as
     ``ecppll`` writes it), or ``None`` to clock the core from ``clk_in`` directly;
-    ``global_reset``: the block's reset through a ``DCCA`` (MR-FLOW-042), or straight from the
-    reset synchroniser.
+    ``global_reset``: the block's reset through a ``DCCA`` (MR-FLOW-042), or (the default)
+    straight from the reset synchroniser.
     """
     LEDS = 8
 
     def __init__(self, block: str, ports: list[tuple[str, int, str]], *,
                  pll_module: str | None = "board_pll", heartbeat_bits: int = 27,
-                 observe: bool = True, global_reset: bool = True):
+                 observe: bool = True, global_reset: bool = False):
         self.block, self.ports, self.pll_module = block, list(ports), pll_module
         self.global_reset = global_reset
         self.heartbeat_bits = heartbeat_bits

@@ -154,19 +154,19 @@ def test_board_top_ports_are_the_board_pins():
 
 
 def test_board_top_block_reset_through_a_global_buffer():
-    """MR-FLOW-042: the block's ``rst`` is a DCCA's output fed by the reset synchroniser; with
-    ``global_reset=False`` no DCCA, the synchroniser's reset straight to the block."""
+    """MR-FLOW-042: with ``global_reset=True`` the block's ``rst`` is a DCCA's output fed by the
+    reset synchroniser; by default no DCCA, the synchroniser's reset straight to the block."""
     def text(**kw):
         top = BoardTop("smoke", [("a", 8, "i"), ("sum", 9, "o")], **kw)
         return verilog.convert(top, name="board_top", ports=[top.clk_in, top.rst_n, top.led])
-    on = text()
+    on = text(global_reset=True)
     dcca = re.search(r"DCCA reset_global \((.*?)\);", on, re.S)
     assert dcca, "no DCCA instance"
     out = re.search(r"\.CLKO\(([\w$\\.]+)\)", dcca.group(1)).group(1)
     block = re.search(r"smoke block \((.*?)\);", on, re.S).group(1)
     assert re.search(rf"\.rst\({re.escape(out)}\)", block)
     assert re.search(r"\.CE\(1'h1\)", dcca.group(1))
-    off = text(global_reset=False)
+    off = text()
     assert "DCCA" not in off
     assert not re.search(rf"\.rst\({re.escape(out)}\)", re.search(r"smoke block \((.*?)\);", off, re.S).group(1))
 
@@ -246,8 +246,8 @@ def test_ecp5_build_of_a_tiny_block(smoke_block, tmp_path, capsys):
     assert rep["fmax_mhz"] == min(pnr.parse_fmax(log).values())
     assert rep["met"] == (rep["fmax_mhz"] >= 126.0)
     assert rep["ios"] == 10 and rep["plls"] == 1
-    # MR-FLOW-042: the block's reset on a global network beside the clock
-    assert "routing clock net block_rst using global" in log
+    # MR-FLOW-042: by default only the clock is on a global network
+    assert "using global 1" not in log and re.search(r"DCCA:\s+1/", log)
     for pin, (site, _) in fpga_build.ECP5_EVN.pins.items():
         assert f"pin '{pin}$tr_io' constrained to Bel" in log
     # The smoke block alone: 17 flip-flops; all of it is in the board design.
