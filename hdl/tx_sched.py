@@ -529,12 +529,21 @@ class TxSched(wiring.Component):
             idx = r.slot[:db] if D > 1 else Const(0, 1)
             return e, qi, idx, Cat(r.path[:pb], r.conn)
 
+        # MR-TXS-375: each entry's nchunks - 1 and last chunk's bytes again in LUT RAM, written
+        # with the registers (a work request's take, one entry a cycle), read combinationally
+        # by the reports' LAST terms (a read port each: 6 COMB a 4 bits, not an E-way mux)
+        nl_lay = data.StructLayout({"nchm1": chunk_w, "lastnb": nb_w})
+        m.submodules.nl_mem = nl_mem = memory.Memory(shape=nl_lay, depth=E, init=[])
+        nl_wr = nl_mem.write_port()
+
         def last_terms(value, tag):
             """MR-TXS-046: the report's LAST term and bytes (MR-TXS-034) on this cycle's state."""
             r = data.View(lay.report, value)
             e = _named(m, rep_index(r)[0], f"l_e_{tag}")
-            last = _named(m, r.chunk == read(e_nchm1, e, f"l_nchm1_{tag}"), f"l_last_{tag}")
-            return last, Mux(last, read(e_lastnb, e, f"l_lastnb_{tag}"), mtu)
+            nl = nl_mem.read_port(domain="comb")                   # MR-TXS-375
+            m.d.comb += nl.addr.eq(e)
+            last = _named(m, r.chunk == nl.data.nchm1, f"l_last_{tag}")
+            return last, Mux(last, nl.data.lastnb, mtu)
 
         # MR-TXS-046: the boundary registers. s_acked's is loaded every cycle and always taken
         # next; s_resend's holds its report until taken, its LAST term and bytes read again
@@ -1480,7 +1489,10 @@ class TxSched(wiring.Component):
                                          wr.imm, w_msg, wr.length, w_err)),
                      # MR-TXS-355: the completion's copy
                      cq_wr.addr.eq(w_e), cq_wr.en.eq(wr_act),
-                     cq_wr.data.eq(Cat(wr.op, wr.wr_id, w_msg, wr.length))]
+                     cq_wr.data.eq(Cat(wr.op, wr.wr_id, w_msg, wr.length)),
+                     # MR-TXS-375: the LAST terms' copy of e_nchm1 and e_lastnb
+                     nl_wr.addr.eq(w_e), nl_wr.en.eq(wr_act),
+                     nl_wr.data.eq(Cat(w_nchm1, w_lastnb))]
         # MR-TXS-358: the memories' ports for the tests' collision observer
         self.probe.update({"desc_wr_en": desc_wr.en, "desc_wr_addr": desc_wr.addr,
                            "fr_addr": fr_desc.addr, "fq_stage": frame_q.s_valid})
