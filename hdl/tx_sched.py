@@ -400,10 +400,8 @@ class TxSched(wiring.Component):
         # written with every packet on the row; `p_tv`: that packet's message has not completed
         # since (cleared by the completion of its entry), so the record still names it
         p_tslot = Array(Signal(3, name=f"tslot{r}") for r in range(C * PA))
-        p_tchunk = Array(Signal(chunk_w, name=f"tchunk{r}") for r in range(C * PA))
-        p_tnb = Array(Signal(nb_w, name=f"tnb{r}") for r in range(C * PA))
-        p_tfirst = Array(Signal(name=f"tfirst{r}") for r in range(C * PA))
-        p_tlast = Array(Signal(name=f"tlast{r}") for r in range(C * PA))
+        # (MR-TXS-376: the rest of the record in LUT RAM, trec_mem below; the slot kept here
+        # too for the completion's per-row compare)
         p_tv = Array(Signal(name=f"tv{r}") for r in range(C * PA))
         # MR-TXS-113: per path row its state (probing, else active; MR-TXS-120: no retired
         # state in this slice) and its collapsed bit (MR-TXS-115: a reroute's window of one
@@ -1021,7 +1019,6 @@ class TxSched(wiring.Component):
         # state's, as a candidate's, MR-TXS-033), before the scheduling step
         pb_valid = Signal(name="pb_valid")
         pbr = Signal(lay.probe, name="probe_b")
-        pb_psn1 = Signal(psn_w, name="pb_psn1")         # the probe's PSN + 1, from the intake
         pd_valid = Signal(name="pd_valid")
         # MR-TXS-283: "the decision in pd acts" as a register (its next value below, with
         # touched's next value)
@@ -1041,8 +1038,7 @@ class TxSched(wiring.Component):
         pd_valid_n = _named(m, pb_valid & ~probe_act & ~v_act, "pd_valid_n")
         m.d.sync += pd_valid.eq(pd_valid_n)
         with m.If(load_pb):
-            m.d.sync += [pbr.eq(self.s_probe.payload),
-                         pb_psn1.eq(A.add(self.s_probe.payload.psn, 1, name="pb_psn_more"))]
+            m.d.sync += pbr.eq(self.s_probe.payload)
         pb_row = _named(m, Cat(pbr.path[:pb], pbr.conn), "pb_row")
         # MR-TXS-184/185: per path row a restore not yet given on m_restore (restores only);
         # the row whose verdict is in the boundary register is not offered (the verdict wins);
@@ -1065,11 +1061,21 @@ class TxSched(wiring.Component):
                          self.m_restore.payload.kept.eq(
                              Cat(*(r_sel[r] & ~p_rst[r] for r in range(C * PA))).any()
                              if self.kept_out else 0)]
-        pb_slot = read(p_tslot, pb_row, "pb_tslot")
+        # MR-TXS-376: the path rows' newest packet records (slot, chunk, bytes, FIRST, LAST)
+        # and that packet's PSN again in LUT RAM, written with the registers by the packet (one
+        # row a cycle), read combinationally at the probe's row (not a row-way mux of each)
+        tr_lay = data.StructLayout({"slot": 3, "chunk": chunk_w, "nb": nb_w, "first": 1,
+                                    "last": 1, "psn": psn_w})
+        m.submodules.trec_mem = trec_mem = memory.Memory(shape=tr_lay, depth=C * PA, init=[])
+        trec_wr, trec = trec_mem.write_port(), trec_mem.read_port(domain="comb")
+        m.d.comb += trec.addr.eq(pb_row)
+        pb_slot = _named(m, trec.data.slot, "pb_tslot")
         pb_e = _named(m, Cat(pb_slot[:sdb], pbr.conn) if sdb else pbr.conn, "pb_e")
         # MR-TXS-082: dropped unless the path is in the instance, the PSN is its newest, the
         # path has a packet in flight, the record names a live message and that is not failed
-        pb_ok = ((pbr.path >> pb) == 0) & (read(p_psn, pb_row, "pb_psn_row") == pb_psn1)
+        # (MR-TXS-376: the row's PSN is its newest packet's + 1 once it has sent one, and a row
+        # that has not has no packet in flight: the newest packet's PSN is the probe's)
+        pb_ok = ((pbr.path >> pb) == 0) & (trec.data.psn == pbr.psn)
         pb_ok = pb_ok & (read(p_pkts, pb_row, "pb_pkts") != 0) & read(p_tv, pb_row, "pb_tv")
         pb_ok = _named(m, pb_ok & ~read(e_fail, pb_e, "pb_fail"), "pb_ok")
         # MR-TXS-353: the probed entry, its descriptor and operands (MR-TXS-098) read when the
@@ -1081,10 +1087,8 @@ class TxSched(wiring.Component):
         pd_gen = Signal(GEN_BITS, name="pd_gen")           # MR-TXS-121: the path's entropy now
         m.d.sync += pd_gen.eq(read(p_gen, pb_row, "pb_gen"))
         m.d.sync += [pd_ok.eq(pb_ok), pd_e.eq(pb_e), pd_slot.eq(pb_slot),
-                     pd_chunk.eq(read(p_tchunk, pb_row, "pb_tchunk")),
-                     pd_nb.eq(read(p_tnb, pb_row, "pb_tnb")),
-                     pd_first.eq(read(p_tfirst, pb_row, "pb_tfirst")),
-                     pd_last.eq(read(p_tlast, pb_row, "pb_tlast"))]
+                     pd_chunk.eq(trec.data.chunk), pd_nb.eq(trec.data.nb),
+                     pd_first.eq(trec.data.first), pd_last.eq(trec.data.last)]
         step_ok = _named(m, sched & ~probe_go, "step_ok")
         m.d.comb += [act[c].eq(step_ok & sel[c]) for c in range(C)]
         act_pkt = [_named(m, act[c] & ~x["drop"], f"act_pkt{c}") for c, x in enumerate(cand_r)]
@@ -1121,6 +1125,11 @@ class TxSched(wiring.Component):
             return f
 
         frame = frame_of("frame", pick, flags, req, psn, g_path, g_chunk, g_nb, g_slot, g("gen"))
+        # MR-TXS-376: the packet's record into its row (the picked connection's, its path)
+        tw = trec_wr.data
+        m.d.comb += [trec_wr.addr.eq(Cat(g_path[:pb], pick)), trec_wr.en.eq(pkt_act),
+                     tw.slot.eq(g_slot), tw.chunk.eq(g_chunk), tw.nb.eq(g_nb),
+                     tw.first.eq(g_first), tw.last.eq(g_last), tw.psn.eq(psn)]
         sent = Signal(lay.sent)
         m.d.comb += [
             sent.conn.eq(pick), sent.path.eq(g_path), sent.psn.eq(psn),
@@ -1345,10 +1354,7 @@ class TxSched(wiring.Component):
                 with m.If(comp_act & (comp_conn == c) & (p_tslot[row][:sdb] == comp_e[:sdb])):
                     m.d.sync += p_tv[row].eq(0)
                 with m.If(act[c] & x["pkt_path_hot"][p]):
-                    m.d.sync += [p_tslot[row].eq(slot_of(x["idx"], x["qi"])),
-                                 p_tchunk[row].eq(x["chunk"]), p_tnb[row].eq(x["nb"]),
-                                 p_tfirst[row].eq(x["first"]), p_tlast[row].eq(x["last"]),
-                                 p_tv[row].eq(1)]
+                    m.d.sync += [p_tslot[row].eq(slot_of(x["idx"], x["qi"])), p_tv[row].eq(1)]
                     m.d.sync += [p_psn[row].eq(psn_next), p_infl[row].eq(infl_next),
                                  p_room[row].eq(room_next),
                                  p_pkts[row].eq(pkts_next),

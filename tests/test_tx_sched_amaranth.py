@@ -1132,7 +1132,7 @@ def test_probe_of_a_completed_message_dropped():
 # path's record not cleared by its message's completion
 PROBE_WRONG = {
     "probe_no_retx": ("| int(MrdhFlag.RETX))\n        pframe", ")\n        pframe"),
-    "probe_older_psn": ('(read(p_psn, pb_row, "pb_psn_row") == pb_psn1)', "Const(1, 1)"),
+    "probe_older_psn": ("(trec.data.psn == pbr.psn)", "Const(1, 1)"),
     "probe_touched": ("probe_go.eq(pd_valid_n & ~touched_n.bit_select(pbr.conn, 1))",
                       "probe_go.eq(pd_valid_n)"),
     "probe_tail_kept": ("m.d.sync += p_tv[row].eq(0)", "m.d.sync += p_tv[row].eq(p_tv[row])"),
