@@ -364,13 +364,21 @@ class TxSched(wiring.Component):
         rq_slot = [[Signal(3, name=f"rq{c}_slot{k}") for k in range(RD)] for c in range(C)]
         rq_chunk = [[Signal(records.CHUNK_BITS, name=f"rq{c}_chunk{k}") for k in range(RD)]
                     for c in range(C)]
-        rq_last = [[Signal(name=f"rq{c}_last{k}") for k in range(RD)] for c in range(C)]
         rq_nb = [[Signal(nb_w, name=f"rq{c}_nb{k}") for k in range(RD)] for c in range(C)]
         # MR-TXS-189: the head entry's nb as a register (the candidate's window compares of a
         # resend start at it, not at a RD-way read by the head pointer)
         rq_hnb = [Signal(nb_w, name=f"rqh{c}_nb") for c in range(C)]
         # MR-TXS-032: the entry is stale (its chunk acknowledged since it was queued)
         rq_stale = [[Signal(name=f"rq{c}_stale{k}") for k in range(RD)] for c in range(C)]
+        # MR-TXS-377: the entries' slot, chunk and LAST again in LUT RAM per connection,
+        # written with the registers at the tail, read combinationally at the head (the
+        # registers stay for the stale compares of every entry)
+        rqm_lay = data.StructLayout({"slot": 3, "chunk": records.CHUNK_BITS, "last": 1})
+        rq_mem_wr, rq_mem_rd = [], []
+        for c in range(C):
+            m.submodules[f"rq_mem{c}"] = rqm = memory.Memory(shape=rqm_lay, depth=RD, init=[])
+            rq_mem_wr.append(rqm.write_port())
+            rq_mem_rd.append(rqm.read_port(domain="comb"))
         rq_head = Array(Signal(rq_b, name=f"rqh{c}") for c in range(C))
         rq_tail = Array(Signal(rq_b, name=f"rqt{c}") for c in range(C))
         rq_level = Array(Signal(rq_b + 1, name=f"rql{c}") for c in range(C))
@@ -854,9 +862,10 @@ class TxSched(wiring.Component):
         cand = []
         for c in range(C):
             nonempty = rq_level[c] != 0
-            h_slot = read(rq_slot[c], rq_head[c], f"h{c}_slot")
-            h_chunk = read(rq_chunk[c], rq_head[c], f"h{c}_chunk")
-            h_last = read(rq_last[c], rq_head[c], f"h{c}_last")
+            m.d.comb += rq_mem_rd[c].addr.eq(rq_head[c])                 # MR-TXS-377
+            h_slot = _named(m, rq_mem_rd[c].data.slot, f"h{c}_slot")
+            h_chunk = _named(m, rq_mem_rd[c].data.chunk, f"h{c}_chunk")
+            h_last = _named(m, rq_mem_rd[c].data.last, f"h{c}_last")
             h_stale = read(rq_stale[c], rq_head[c], f"h{c}_stale")
             h_e = Cat(h_slot[:sdb], Const(c, cb)) if sdb else Const(c, cb)
             h_s = h_slot[db:] if D > 1 else h_slot
@@ -1376,12 +1385,17 @@ class TxSched(wiring.Component):
                     m.d.sync += rq_stale[c][k].eq(1)
             # MR-TXS-241/243: a lost report's chunk when the FIFO has room, else a refill's
             # (never both: a report and a refill never act in one cycle, `busy` picks)
-            with m.If((lost_act & (r_conn == c) & ~rq_level[c][rq_b]) | (fill & (lq_conn == c))):
+            rq_push = (lost_act & (r_conn == c) & ~rq_level[c][rq_b]) | (fill & (lq_conn == c))
+            qw = rq_mem_wr[c]                                               # MR-TXS-377
+            m.d.comb += [qw.addr.eq(rq_tail[c]), qw.en.eq(rq_push),
+                         qw.data.slot.eq(Mux(busy, r_slot, lq_e[:sdb])),
+                         qw.data.chunk.eq(Mux(busy, r_chunk, lq_chunk)),
+                         qw.data.last.eq(Mux(busy, r_last, lq_last))]
+            with m.If(rq_push):
                 for k in range(RD):
                     with m.If(rq_tail[c] == k):
                         m.d.sync += [rq_slot[c][k].eq(Mux(busy, r_slot, lq_e[:sdb])),
                                      rq_chunk[c][k].eq(Mux(busy, r_chunk, lq_chunk)),
-                                     rq_last[c][k].eq(Mux(busy, r_last, lq_last)),
                                      rq_nb[c][k].eq(Mux(busy, r_nb, lq_nb)),
                                      rq_stale[c][k].eq(0)]
                 m.d.sync += [rq_tail[c].eq(rq_tail[c] + 1), rq_level[c].eq(rq_level[c] + 1)]
