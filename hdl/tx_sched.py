@@ -572,11 +572,19 @@ class TxSched(wiring.Component):
             new, refill = edge_flags(e, tag)
             return Mux(new, A.add(now, 1, name=f"next_more_{tag}"), Mux(refill, 0, now))
 
+        # MR-TXS-378: each entry's next_chunk again in LUT RAM, written with its register (one
+        # entry a cycle: a new chunk or a refill, MR-TXS-030), read combinationally by the
+        # boundary registers' intakes
+        m.submodules.next_mem = next_mem = memory.Memory(shape=chunk_w, depth=E, init=[])
+        next_wr = next_mem.write_port()
+
         def next_after(value, tag):
             """The entry's next_chunk after this edge, for the report ``value`` names: its
             register read at the report's index, then the edge's change (MR-TXS-055)."""
             e = _named(m, rep_index(data.View(lay.report, value))[0], f"n_e_{tag}")
-            return after_edge(e, read(e_next, e, f"next_{tag}"), tag)
+            nx = next_mem.read_port(domain="comb")                  # MR-TXS-378
+            m.d.comb += nx.addr.eq(e)
+            return after_edge(e, _named(m, nx.data, f"next_{tag}"), tag)
 
         m.d.sync += ba_next.eq(next_after(self.s_acked.payload.as_value(), "pa"))
 
@@ -1421,6 +1429,11 @@ class TxSched(wiring.Component):
         with m.If(pkt_act):
             m.d.sync += conn_rr.eq(pick + 1)
         w_e = _named(m, Cat(w_idx[:db], w_qi) if D > 1 else w_qi, "w_e")
+        # MR-TXS-378: the copy's write: the step's new chunk at its entry (the candidate's
+        # chunk is the entry's next_chunk: its connection is untouched since), else a refill
+        m.d.comb += [next_wr.addr.eq(Mux(new_act, g_e, w_e)), next_wr.en.eq(new_act | wr_act),
+                     next_wr.data.eq(Mux(new_act, A.add(g_chunk, 1, name="next_mem_more")[:chunk_w],
+                                         0))]
         # MR-TXS-067: a response neither takes nor advances msg_next nor send_seq
         # MR-TXS-099: op's bit 1 is a send's below op 4 only (op 6 is a fetch-and-add)
         w_send = _op_kind(wr.op)[0]
