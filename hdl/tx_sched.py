@@ -284,9 +284,12 @@ class TxSched(wiring.Component):
         tail = Array(Signal(ptr_w, name=f"tail{q}") for q in range(Q))
         send = Array(Signal(ptr_w, name=f"send{q}") for q in range(Q))
         done = Array(Signal(ptr_w, name=f"done{q}") for q in range(Q))
-        msg_next = Array(Signal(32, name=f"msg_next{q}") for q in range(Q))
-        # MR-TXS-058: each stream's receive sequence, the recv_seq of its next SEND
-        send_seq = Array(Signal(32, name=f"send_seq{q}") for q in range(Q))
+        # MR-TXS-379: each stream's msg_next and (MR-TXS-058) send_seq, the recv_seq of its next
+        # SEND, in LUT RAM (written by the work request's take, one stream a cycle; read
+        # combinationally at the intake's stream)
+        sq_lay = data.StructLayout({"msg": 32, "rseq": 32})
+        m.submodules.seq_mem = seq_mem = memory.Memory(shape=sq_lay, depth=Q, init=[])
+        seq_wr, seq_rd = seq_mem.write_port(), seq_mem.read_port(domain="comb")
         e_next = Array(Signal(chunk_w, name=f"next{e}") for e in range(E))
         # MR-TXS-053: each entry's next_chunk as it is after the edge (its register's input),
         # and whether the edge gives it a new chunk or refills it (MR-TXS-055)
@@ -1447,7 +1450,8 @@ class TxSched(wiring.Component):
         # (one further when a request of its stream is acted on at this edge; a request held
         # keeps them: only its own action changes its stream's count)
         in_wr_hit_msg = in_wr_hit & ~w_rsp
-        in_msg = read(msg_next, i_wqi, "in_msg")
+        m.d.comb += seq_rd.addr.eq(i_wqi)                                  # MR-TXS-379
+        in_msg = _named(m, seq_rd.data.msg, "in_msg")
         in_msg1 = A.add(in_msg, 1, name="in_msg1")
         in_msg2 = A.add(in_msg, 2, name="in_msg2")
         if self.rd_rows:
@@ -1463,7 +1467,7 @@ class TxSched(wiring.Component):
                          rd.payload.wr_id.eq(win.wr_id), rd_block.eq(in_rd & ~rd.ready)]
         # MR-TXS-058: its recv_seq and the stream's send_seq after it likewise (one further when
         # a send of its stream is acted on at this edge; only a send advances it)
-        in_rseq = read(send_seq, i_wqi, "in_rseq")
+        in_rseq = _named(m, seq_rd.data.rseq, "in_rseq")
         in_rseq1 = A.add(in_rseq, 1, name="in_rseq1")
         in_rseq2 = A.add(in_rseq, 2, name="in_rseq2")
         hit_send = in_wr_hit & w_send
@@ -1649,8 +1653,10 @@ class TxSched(wiring.Component):
             m.d.sync += q_ok[qi].eq(Mux(act[c], ok_step, ok_rest) & ~hit_at)
         for qi in range(Q):
             with m.If(take_wr & w_qhot[qi]):
-                m.d.sync += [tail[qi].eq(tail[qi] + 1), msg_next[qi].eq(w_msg1),
-                             send_seq[qi].eq(w_rseq1)]
+                m.d.sync += tail[qi].eq(tail[qi] + 1)
+        m.d.comb += [seq_wr.addr.eq(w_qi), seq_wr.en.eq(wr_act),                # MR-TXS-379
+                     seq_wr.data.msg.eq(w_msg1), seq_wr.data.rseq.eq(w_rseq1)]
+        for qi in range(Q):
             with m.If(comp_act & (comp_q == qi)):
                 m.d.sync += done[qi].eq(done[qi] + 1)
                 with m.If(comp_unsent):
