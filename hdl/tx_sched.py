@@ -367,7 +367,6 @@ class TxSched(wiring.Component):
         rq_slot = [[Signal(3, name=f"rq{c}_slot{k}") for k in range(RD)] for c in range(C)]
         rq_chunk = [[Signal(records.CHUNK_BITS, name=f"rq{c}_chunk{k}") for k in range(RD)]
                     for c in range(C)]
-        rq_nb = [[Signal(nb_w, name=f"rq{c}_nb{k}") for k in range(RD)] for c in range(C)]
         # MR-TXS-189: the head entry's nb as a register (the candidate's window compares of a
         # resend start at it, not at a RD-way read by the head pointer)
         rq_hnb = [Signal(nb_w, name=f"rqh{c}_nb") for c in range(C)]
@@ -376,12 +375,21 @@ class TxSched(wiring.Component):
         # MR-TXS-377: the entries' slot, chunk and LAST again in LUT RAM per connection,
         # written with the registers at the tail, read combinationally at the head (the
         # registers stay for the stale compares of every entry)
-        rqm_lay = data.StructLayout({"slot": 3, "chunk": records.CHUNK_BITS, "last": 1})
-        rq_mem_wr, rq_mem_rd = [], []
+        # MR-TXS-381: and the bytes, which only the head's nb register reads (a second port)
+        rqm_lay = data.StructLayout({"slot": 3, "chunk": records.CHUNK_BITS, "last": 1,
+                                     "nb": nb_w})
+        rq_mem_wr, rq_mem_rd, rq_mem_nb = [], [], []
         for c in range(C):
             m.submodules[f"rq_mem{c}"] = rqm = memory.Memory(shape=rqm_lay, depth=RD, init=[])
             rq_mem_wr.append(rqm.write_port())
             rq_mem_rd.append(rqm.read_port(domain="comb"))
+            rq_mem_nb.append(rqm.read_port(domain="comb"))
+
+        def rq_nb_at(c, idx, name):
+            """MR-TXS-381: connection ``c``'s resend entry ``idx``'s bytes (its memory's
+            second read port)."""
+            m.d.comb += rq_mem_nb[c].addr.eq(idx)
+            return _named(m, rq_mem_nb[c].data.nb, name)
         rq_head = Array(Signal(rq_b, name=f"rqh{c}") for c in range(C))
         rq_tail = Array(Signal(rq_b, name=f"rqt{c}") for c in range(C))
         rq_level = Array(Signal(rq_b + 1, name=f"rql{c}") for c in range(C))
@@ -1401,13 +1409,13 @@ class TxSched(wiring.Component):
             m.d.comb += [qw.addr.eq(rq_tail[c]), qw.en.eq(rq_push),
                          qw.data.slot.eq(Mux(busy, r_slot, lq_e[:sdb])),
                          qw.data.chunk.eq(Mux(busy, r_chunk, lq_chunk)),
-                         qw.data.last.eq(Mux(busy, r_last, lq_last))]
+                         qw.data.last.eq(Mux(busy, r_last, lq_last)),
+                         qw.data.nb.eq(Mux(busy, r_nb, lq_nb))]
             with m.If(rq_push):
                 for k in range(RD):
                     with m.If(rq_tail[c] == k):
                         m.d.sync += [rq_slot[c][k].eq(Mux(busy, r_slot, lq_e[:sdb])),
                                      rq_chunk[c][k].eq(Mux(busy, r_chunk, lq_chunk)),
-                                     rq_nb[c][k].eq(Mux(busy, r_nb, lq_nb)),
                                      rq_stale[c][k].eq(0)]
                 m.d.sync += [rq_tail[c].eq(rq_tail[c] + 1), rq_level[c].eq(rq_level[c] + 1)]
             with m.If(take_wr & w_chot[c]):
@@ -1423,7 +1431,7 @@ class TxSched(wiring.Component):
             with m.If(((lost_act & (r_conn == c)) | (fill & (lq_conn == c))) & (rq_level[c] == 0)):
                 m.d.sync += rq_hnb[c].eq(Mux(busy, r_nb, lq_nb))
             with m.If(act[c] & x["resend"]):
-                m.d.sync += rq_hnb[c].eq(read(rq_nb[c], (rq_head[c] + 1)[:rq_b], f"h{c}_nb_after"))
+                m.d.sync += rq_hnb[c].eq(rq_nb_at(c, (rq_head[c] + 1)[:rq_b], f"h{c}_nb_after"))
             with m.If(act_pkt[c]):
                 m.d.sync += [c_infl[c].eq(c_infl_next), c_room[c].eq(c_room_next),
                              c_rr[c].eq(x["path"] + 1)]
