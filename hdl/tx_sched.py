@@ -553,6 +553,12 @@ class TxSched(wiring.Component):
         m.submodules.nl_mem = nl_mem = memory.Memory(shape=nl_lay, depth=E, init=[])
         nl_wr = nl_mem.write_port()
 
+        def nl_lastnb(e, name):
+            """MR-TXS-382: entry ``e``'s last chunk's bytes from ``nl_mem`` (a read port)."""
+            nl = nl_mem.read_port(domain="comb")
+            m.d.comb += nl.addr.eq(e)
+            return _named(m, nl.data.lastnb, name)
+
         def last_terms(value, tag):
             """MR-TXS-046: the report's LAST term and bytes (MR-TXS-034) on this cycle's state."""
             r = data.View(lay.report, value)
@@ -1236,7 +1242,7 @@ class TxSched(wiring.Component):
         m.d.sync += [lq_base.eq(read(e_base, lq_pick, "lq_base_next")),
                      lq_lt.eq(read(lq_lt_e, lq_pick, "lq_lt_next")),
                      lq_last.eq(read(lq_last_e, lq_pick, "lq_last_next")),
-                     lq_lastnb.eq(read(e_lastnb, lq_pick, "lq_lastnb_next"))]
+                     lq_lastnb.eq(nl_lastnb(lq_pick, "lq_lastnb_next"))]
         # each entry's bits: a lost report's chunk set when its FIFO is full (its flight left as
         # any report's, MR-TXS-020); cleared by an acknowledged report of a chunk in the window
         # (a late one below ack_base names a chunk W further, MR-TXS-242) and by the refill; all

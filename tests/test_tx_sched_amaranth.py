@@ -1421,8 +1421,8 @@ LQ_REG_WRONG = {
                 'lq_lt.eq(read(lq_lt_e, lq_e, "lq_lt_next"))'),
     "last_late": (3, 'lq_last.eq(read(lq_last_e, lq_pick, "lq_last_next"))',
                   'lq_last.eq(read(lq_last_e, lq_e, "lq_last_next"))'),
-    "lastnb_late": (3, 'lq_lastnb.eq(read(e_lastnb, lq_pick, "lq_lastnb_next"))',
-                    'lq_lastnb.eq(read(e_lastnb, lq_e, "lq_lastnb_next"))'),
+    "lastnb_late": (3, 'lq_lastnb.eq(nl_lastnb(lq_pick, "lq_lastnb_next"))',
+                    'lq_lastnb.eq(nl_lastnb(lq_e, "lq_lastnb_next"))'),
 }
 
 
