@@ -314,6 +314,20 @@ class TxSched(wiring.Component):
             return new, refill
         e_base = Array(Signal(chunk_w, name=f"base{e}") for e in range(E))
         e_bits = Array(Signal(W, name=f"bits{e}") for e in range(E))
+        # MR-TXS-383: the windows (ack_base, bits) again in LUT RAM, written by the window's move
+        # (wb, one entry a cycle); a refill, which may act at the same edge on another entry,
+        # sets the entry's `win_zero` bit instead (its window reads 0 until its next move)
+        m.submodules.base_mem = base_mem = memory.Memory(shape=chunk_w, depth=E, init=[])
+        m.submodules.bits_mem = bits_mem = memory.Memory(shape=W, depth=E, init=[])
+        base_mwr, bits_mwr = base_mem.write_port(), bits_mem.write_port()
+        win_zero = Signal(E, init=(1 << E) - 1, name="win_zero")
+
+        def win_read(mem, idx, name):
+            """MR-TXS-383: entry ``idx``'s window field from ``mem`` (a read port), 0 while its
+            ``win_zero`` bit is set: the register's value."""
+            rp = mem.read_port(domain="comb")
+            m.d.comb += rp.addr.eq(idx)
+            return _named(m, Mux(win_zero.bit_select(idx, 1), 0, rp.data), name)
         # MR-TXS-032: derived registers, kept equal to their definitions by every action
         e_nchm1 = Array(Signal(chunk_w, name=f"nchm1_{e}") for e in range(E))    # nchunks - 1
         e_left = Array(Signal(chunk_w, name=f"left{e}") for e in range(E))       # nchunks - 1 - next_chunk
@@ -658,8 +672,8 @@ class TxSched(wiring.Component):
         wb_b, wb_ahead, wb_base = Signal(W), Signal(wb + 1), Signal(chunk_w)
         fwd = _named(m, wb_valid & (wb_e == r_e), "fwd")
         r_ahead = _named(m, Mux(fwd, wb_ahead, read(e_ahead, r_e, "e_ahead_r")), "r_ahead")
-        r_bits = _named(m, Mux(fwd, wb_b, read(e_bits, r_e, "e_bits_r")), "r_bits")
-        r_base = Mux(fwd, wb_base, read(e_base, r_e, "e_base_r"))
+        r_bits = _named(m, Mux(fwd, wb_b, win_read(bits_mem, r_e, "e_bits_r")), "r_bits")
+        r_base = Mux(fwd, wb_base, win_read(base_mem, r_e, "e_base_r"))
         a_in = _named(m, rr_dist <= r_ahead, "a_in")
         a_lo = _named(m, (r_ahead - rr_dist)[:wb], "a_lo")
         # MR-TXS-047: a lost report's "already acknowledged" test at its intake, on the chunk's
@@ -1239,7 +1253,7 @@ class TxSched(wiring.Component):
         # ack_base's low bits; its LAST term), the pick's read of them registered
         lq_lt_e = [lq_low[e] < e_base[e][:wb] for e in range(E)]
         lq_last_e = [(lq_low[e] == e_nchm1[e][:wb]) & e_left[e].all() for e in range(E)]
-        m.d.sync += [lq_base.eq(read(e_base, lq_pick, "lq_base_next")),
+        m.d.sync += [lq_base.eq(win_read(base_mem, lq_pick, "lq_base_next")),
                      lq_lt.eq(read(lq_lt_e, lq_pick, "lq_lt_next")),
                      lq_last.eq(read(lq_last_e, lq_pick, "lq_last_next")),
                      lq_lastnb.eq(nl_lastnb(lq_pick, "lq_lastnb_next"))]
@@ -1270,6 +1284,8 @@ class TxSched(wiring.Component):
         b_moved = _named(m, wb_b >> ones, "b_moved")
         base_moved = A.add(wb_base, ones, name="base_moved")
         ahead_moved = _named(m, wb_ahead - ones, "ahead_moved")
+        m.d.comb += [base_mwr.addr.eq(wb_e), base_mwr.en.eq(wb_valid), base_mwr.data.eq(base_moved),
+                     bits_mwr.addr.eq(wb_e), bits_mwr.en.eq(wb_valid), bits_mwr.data.eq(b_moved)]
         # MR-TXS-172: br's entry's window after this edge (the loaded report's entry, else the
         # held one's, whose registers are their value before it): 0 at a refill, the pending
         # window's move when it names the entry, else as it is; the forward bit: the report
@@ -1281,8 +1297,8 @@ class TxSched(wiring.Component):
                     Mux(refill, 0, Mux(moved, b_moved, bits)))
 
         w_e_pr = _named(m, rep_index(data.View(lay.report, src))[0], "w_e_pr")
-        ld_base, ld_bits = window_after(w_e_pr, read(e_base, w_e_pr, "e_base_pr"),
-                                        read(e_bits, w_e_pr, "e_bits_pr"), "pr")
+        ld_base, ld_bits = window_after(w_e_pr, win_read(base_mem, w_e_pr, "e_base_pr"),
+                                        win_read(bits_mem, w_e_pr, "e_bits_pr"), "pr")
         hd_base, hd_bits = window_after(lr_e, br_wbase, br_wbits, "hr")
         m.d.sync += [br_wbase.eq(Mux(load_r, ld_base, hd_base)),
                      br_wbits.eq(Mux(load_r, ld_bits, hd_bits)),
@@ -1558,7 +1574,7 @@ class TxSched(wiring.Component):
             out_next = A.add(e_out[e], Cat(Const(1, 1), busy.replicate(OUT_BITS - 1)), name=f"out_next{e}")
             with m.If(wb_valid & (wb_e == e)):
                 m.d.sync += [e_base[e].eq(base_moved), e_bits[e].eq(b_moved),
-                             e_ahead[e].eq(ahead_moved)]
+                             e_ahead[e].eq(ahead_moved), win_zero[e].eq(0)]
             qe, ie = divmod(e, D)
             live_e = (live(tail[qe], done[qe], Const(ie, db)) if D > 1
                       else count(tail[qe], done[qe]) != 0)
@@ -1573,7 +1589,7 @@ class TxSched(wiring.Component):
             with m.If(take_wr & w_ehot[e]):
                 m.d.sync += [e_nlast[e].eq(w_nchm1 == 0),
                              e_nchm1[e].eq(w_nchm1), e_left[e].eq(w_nchm1),
-                             e_lastnb[e].eq(w_lastnb), e_base[e].eq(0),
+                             e_lastnb[e].eq(w_lastnb), e_base[e].eq(0), win_zero[e].eq(1),
                              e_bits[e].eq(0), e_ahead[e].eq(0), e_fail[e].eq(0), e_out[e].eq(0),
                              e_idle[e].eq(1)]
             with m.If(rep_act & (r_e == e) & ~e_idle[e]):

@@ -428,9 +428,9 @@ BR_WINDOW_WRONG = {
                       "br_wfwd.eq(0)"), (2, 0)),
     "fwd_held_left_out": (("Mux(load_r, r_e == w_e_pr, r_e == lr_e)",
                            "Mux(load_r, r_e == w_e_pr, 0)"), (0, 1)),
-    "load_unmoved": (('window_after(w_e_pr, read(e_base, w_e_pr, "e_base_pr"),\n'
-                      '                                        read(e_bits, w_e_pr, "e_bits_pr"), "pr")',
-                      '(read(e_base, w_e_pr, "e_base_pr"), read(e_bits, w_e_pr, "e_bits_pr"))'),
+    "load_unmoved": (('window_after(w_e_pr, win_read(base_mem, w_e_pr, "e_base_pr"),\n'
+                      '                                        win_read(bits_mem, w_e_pr, "e_bits_pr"), "pr")',
+                      '(win_read(base_mem, w_e_pr, "e_base_pr"), win_read(bits_mem, w_e_pr, "e_bits_pr"))'),
                      (3, 0)),
     "held_not_followed": (('hd_base, hd_bits = window_after(lr_e, br_wbase, br_wbits, "hr")',
                            "hd_base, hd_bits = br_wbase, br_wbits"), (0, 2)),
@@ -1415,8 +1415,8 @@ def test_lost_not_queued_wrong_forms_fail(wrong):
 #: seed of ``test_lockstep_lost_not_queued``'s run each fails on (the LAST terms need refills of
 #: chunks that are not the last: seed 3)
 LQ_REG_WRONG = {
-    "base_late": (1, 'lq_base.eq(read(e_base, lq_pick, "lq_base_next"))',
-                  'lq_base.eq(read(e_base, lq_e, "lq_base_next"))'),
+    "base_late": (1, 'lq_base.eq(win_read(base_mem, lq_pick, "lq_base_next"))',
+                  'lq_base.eq(win_read(base_mem, lq_e, "lq_base_next"))'),
     "lt_late": (1, 'lq_lt.eq(read(lq_lt_e, lq_pick, "lq_lt_next"))',
                 'lq_lt.eq(read(lq_lt_e, lq_e, "lq_lt_next"))'),
     "last_late": (3, 'lq_last.eq(read(lq_last_e, lq_pick, "lq_last_next"))',
