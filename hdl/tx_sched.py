@@ -1341,11 +1341,13 @@ class TxSched(wiring.Component):
 
         for c in range(C):
             x = cand_r[c]
+            # MR-TXS-384: the packet's row's PSN after it, one add per connection on the
+            # candidate's PSN (its row's PSN: the connection is untouched since, MR-TXS-041)
+            psn_next = A.add(x["psn"], 1, name=f"psn_next_c{c}")
             for p in range(PA):
                 row = c * PA + p
                 # the adds beside the enables (an expression under m.If would take the enable in)
                 over = A.gt_small(p_infl[row], r_nb, f"pover{row}")
-                psn_next = A.add(p_psn[row], 1, name=f"psn_next{row}")
                 infl_next = rep_or_pkt(p_infl[row], True, x["nb"], f"pinfl_next{row}")
                 # MR-TXS-052: the room takes a window write's change at the same edge (0 when
                 # none names the row): rep_or_pkt's operands and the change, one chain
@@ -1566,8 +1568,11 @@ class TxSched(wiring.Component):
         if self.pacing:
             m.d.comb += [op_wr.addr.eq(w_e), op_wr.en.eq(wr_act), op_wr.data.eq(wr.op)]
         e_hit = []                              # a failure marks the entry at this edge
+        # MR-TXS-384: a new chunk's next_chunk + 1, one add per connection on the candidate's
+        # chunk (its entry's next_chunk: the connection is untouched since, MR-TXS-033)
+        next_more_c = [A.add(x["chunk"], 1, name=f"next_more_c{c}") for c, x in enumerate(cand_r)]
         for e in range(E):
-            next_more = A.add(e_next[e], 1, name=f"next_more{e}")
+            next_more = next_more_c[e // sd]
             left_less = A.sub(e_left[e], 1, f"left_less{e}")
             left_one = e_left[e] == 1           # the chunk after the next one is the last
             # MR-TXS-042: - 1 for a report (busy), + 1 for a packet
