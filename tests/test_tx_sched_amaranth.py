@@ -1588,3 +1588,49 @@ def test_probe_with_old_generation_fails_checker():
             frames[k] = dict(fr, gen=gen)
             with pytest.raises(AssertionError, match="the probe of"):
                 tc.check(TxSchedModel(**SMALL), items, dict(drv.res, frames=frames))
+
+
+# MR-TXS-375..379's wrong forms (txa38): each LUT-RAM copy of a record kept in flip-flops
+# written wrong, loaded in place of the RTL by replacing its text in hdl/tx_sched.py
+COPY_WRONG = {
+    # MR-TXS-375: the LAST terms' copy never written (every report reads nchunks - 1 = 0)
+    "last_terms_unwritten": ("nl_wr.addr.eq(w_e), nl_wr.en.eq(wr_act),",
+                             "nl_wr.addr.eq(w_e), nl_wr.en.eq(0),"),
+    # MR-TXS-376: the packet's record written into its connection's path 0
+    "record_row_path_0": ("trec_wr.addr.eq(Cat(g_path[:pb], pick))",
+                          "trec_wr.addr.eq(Cat(Const(0, pb), pick))"),
+    # MR-TXS-377: the resend FIFO's copy written at the head, not the tail
+    "resend_copy_at_head": ("qw.addr.eq(rq_tail[c])", "qw.addr.eq(rq_head[c])"),
+    # MR-TXS-378: the next_chunk copy given the candidate's chunk, not the one after it
+    "next_copy_not_advanced": ('A.add(g_chunk, 1, name="next_mem_more")[:chunk_w]', "g_chunk"),
+    # MR-TXS-379: the streams' message numbers never written
+    "seq_unwritten": ("seq_wr.en.eq(wr_act)", "seq_wr.en.eq(0)"),
+    # MR-TXS-383: a refill not setting its entry's zero bit (the old window read after it)
+    "win_zero_not_set": ("e_base[e].eq(0), win_zero[e].eq(1),", "e_base[e].eq(0),"),
+    # MR-TXS-384: the row's PSN advanced by 2; an entry's next chunk advanced by 2
+    "psn_add_2": ('A.add(x["psn"], 1, name=f"psn_next_c{c}")', 'A.add(x["psn"], 2, name=f"psn_next_c{c}")'),
+    "next_more_add_2": ('A.add(x["chunk"], 1, name=f"next_more_c{c}")',
+                        'A.add(x["chunk"], 2, name=f"next_more_c{c}")'),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong", sorted(COPY_WRONG))
+def test_lut_ram_copy_wrong_forms_fail(wrong):
+    """MR-TXS-375..384 (negative controls): each LUT-RAM copy of a record kept in flip-flops
+    (the LAST terms', the path rows' packet records, the resend FIFOs' heads, the entries'
+    next_chunk, the streams' message and receive numbers, the windows), and each connection's
+    add (MR-TXS-384), written wrong, mismatches its model
+    on ``test_lockstep_random``'s traffic (seed 1, losses), or for the rows' records on
+    ``test_lockstep_probes``'s (seed 4, many probes), which the RTL as built passes with 0
+    mismatches. (Slow: eight elaborations and locksteps.)"""
+    if wrong == "record_row_path_0":
+        mod = wrong_form("tx_sched", *COPY_WRONG[wrong])
+        model = TxSchedCycleModel(64, **SMALL)
+        items, kw = _probe_run(4, 0.2)
+        with pytest.raises(Mismatch):
+            run_amaranth(mod.TxSched(64, **SMALL), model, tc.Driver(model.lay, items, **kw),
+                         busy=model.busy)
+    else:
+        assert_wrong_form_fails(COPY_WRONG[wrong], tc.traffic(TxSchedModel(**SMALL), 40, seed=1),
+                                1, p_cwnd=0.2, cwnd_hi=8000)
