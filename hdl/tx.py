@@ -186,8 +186,10 @@ class TxJoin(wiring.Component):
         # MR-TX-191: an atomic's payload is its operands (MR-TXS-098): no read
         atomic = (fr.bth_opcode == int(Op.MR_CMP_SWAP)) | (fr.bth_opcode == int(Op.MR_FETCH_ADD))
         src = Signal(SRC_LAYOUT)
+        # MR-TX-367: the operands as the request has them (the scheduler's are 0 but an
+        # atomic's, MR-TXS-099; a DMA entry's are never read): no mux on 128 bits
         m.d.comb += [src.inline.eq(atomic), src.cas.eq(fr.bth_opcode == int(Op.MR_CMP_SWAP)),
-                     src.swap.eq(Mux(atomic, fr.swap, 0)), src.compare.eq(Mux(atomic, fr.compare, 0)),
+                     src.swap.eq(fr.swap), src.compare.eq(fr.compare),
                      srcq.w_en.eq(take & (fr.payload_len != 0)), srcq.w_data.eq(src),
                      self.m_src.payload.eq(srcq.r_data), self.m_src.valid.eq(srcq.r_rdy),
                      srcq.r_en.eq(self.m_src.ready)]

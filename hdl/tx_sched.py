@@ -284,9 +284,12 @@ class TxSched(wiring.Component):
         tail = Array(Signal(ptr_w, name=f"tail{q}") for q in range(Q))
         send = Array(Signal(ptr_w, name=f"send{q}") for q in range(Q))
         done = Array(Signal(ptr_w, name=f"done{q}") for q in range(Q))
-        msg_next = Array(Signal(32, name=f"msg_next{q}") for q in range(Q))
-        # MR-TXS-058: each stream's receive sequence, the recv_seq of its next SEND
-        send_seq = Array(Signal(32, name=f"send_seq{q}") for q in range(Q))
+        # MR-TXS-379: each stream's msg_next and (MR-TXS-058) send_seq, the recv_seq of its next
+        # SEND, in LUT RAM (written by the work request's take, one stream a cycle; read
+        # combinationally at the intake's stream)
+        sq_lay = data.StructLayout({"msg": 32, "rseq": 32})
+        m.submodules.seq_mem = seq_mem = memory.Memory(shape=sq_lay, depth=Q, init=[])
+        seq_wr, seq_rd = seq_mem.write_port(), seq_mem.read_port(domain="comb")
         e_next = Array(Signal(chunk_w, name=f"next{e}") for e in range(E))
         # MR-TXS-053: each entry's next_chunk as it is after the edge (its register's input),
         # and whether the edge gives it a new chunk or refills it (MR-TXS-055)
@@ -311,6 +314,20 @@ class TxSched(wiring.Component):
             return new, refill
         e_base = Array(Signal(chunk_w, name=f"base{e}") for e in range(E))
         e_bits = Array(Signal(W, name=f"bits{e}") for e in range(E))
+        # MR-TXS-383: the windows (ack_base, bits) again in LUT RAM, written by the window's move
+        # (wb, one entry a cycle); a refill, which may act at the same edge on another entry,
+        # sets the entry's `win_zero` bit instead (its window reads 0 until its next move)
+        m.submodules.base_mem = base_mem = memory.Memory(shape=chunk_w, depth=E, init=[])
+        m.submodules.bits_mem = bits_mem = memory.Memory(shape=W, depth=E, init=[])
+        base_mwr, bits_mwr = base_mem.write_port(), bits_mem.write_port()
+        win_zero = Signal(E, init=(1 << E) - 1, name="win_zero")
+
+        def win_read(mem, idx, name):
+            """MR-TXS-383: entry ``idx``'s window field from ``mem`` (a read port), 0 while its
+            ``win_zero`` bit is set: the register's value."""
+            rp = mem.read_port(domain="comb")
+            m.d.comb += rp.addr.eq(idx)
+            return _named(m, Mux(win_zero.bit_select(idx, 1), 0, rp.data), name)
         # MR-TXS-032: derived registers, kept equal to their definitions by every action
         e_nchm1 = Array(Signal(chunk_w, name=f"nchm1_{e}") for e in range(E))    # nchunks - 1
         e_left = Array(Signal(chunk_w, name=f"left{e}") for e in range(E))       # nchunks - 1 - next_chunk
@@ -364,13 +381,29 @@ class TxSched(wiring.Component):
         rq_slot = [[Signal(3, name=f"rq{c}_slot{k}") for k in range(RD)] for c in range(C)]
         rq_chunk = [[Signal(records.CHUNK_BITS, name=f"rq{c}_chunk{k}") for k in range(RD)]
                     for c in range(C)]
-        rq_last = [[Signal(name=f"rq{c}_last{k}") for k in range(RD)] for c in range(C)]
-        rq_nb = [[Signal(nb_w, name=f"rq{c}_nb{k}") for k in range(RD)] for c in range(C)]
         # MR-TXS-189: the head entry's nb as a register (the candidate's window compares of a
         # resend start at it, not at a RD-way read by the head pointer)
         rq_hnb = [Signal(nb_w, name=f"rqh{c}_nb") for c in range(C)]
         # MR-TXS-032: the entry is stale (its chunk acknowledged since it was queued)
         rq_stale = [[Signal(name=f"rq{c}_stale{k}") for k in range(RD)] for c in range(C)]
+        # MR-TXS-377: the entries' slot, chunk and LAST again in LUT RAM per connection,
+        # written with the registers at the tail, read combinationally at the head (the
+        # registers stay for the stale compares of every entry)
+        # MR-TXS-381: and the bytes, which only the head's nb register reads (a second port)
+        rqm_lay = data.StructLayout({"slot": 3, "chunk": records.CHUNK_BITS, "last": 1,
+                                     "nb": nb_w})
+        rq_mem_wr, rq_mem_rd, rq_mem_nb = [], [], []
+        for c in range(C):
+            m.submodules[f"rq_mem{c}"] = rqm = memory.Memory(shape=rqm_lay, depth=RD, init=[])
+            rq_mem_wr.append(rqm.write_port())
+            rq_mem_rd.append(rqm.read_port(domain="comb"))
+            rq_mem_nb.append(rqm.read_port(domain="comb"))
+
+        def rq_nb_at(c, idx, name):
+            """MR-TXS-381: connection ``c``'s resend entry ``idx``'s bytes (its memory's
+            second read port)."""
+            m.d.comb += rq_mem_nb[c].addr.eq(idx)
+            return _named(m, rq_mem_nb[c].data.nb, name)
         rq_head = Array(Signal(rq_b, name=f"rqh{c}") for c in range(C))
         rq_tail = Array(Signal(rq_b, name=f"rqt{c}") for c in range(C))
         rq_level = Array(Signal(rq_b + 1, name=f"rql{c}") for c in range(C))
@@ -400,10 +433,8 @@ class TxSched(wiring.Component):
         # written with every packet on the row; `p_tv`: that packet's message has not completed
         # since (cleared by the completion of its entry), so the record still names it
         p_tslot = Array(Signal(3, name=f"tslot{r}") for r in range(C * PA))
-        p_tchunk = Array(Signal(chunk_w, name=f"tchunk{r}") for r in range(C * PA))
-        p_tnb = Array(Signal(nb_w, name=f"tnb{r}") for r in range(C * PA))
-        p_tfirst = Array(Signal(name=f"tfirst{r}") for r in range(C * PA))
-        p_tlast = Array(Signal(name=f"tlast{r}") for r in range(C * PA))
+        # (MR-TXS-376: the rest of the record in LUT RAM, trec_mem below; the slot kept here
+        # too for the completion's per-row compare)
         p_tv = Array(Signal(name=f"tv{r}") for r in range(C * PA))
         # MR-TXS-113: per path row its state (probing, else active; MR-TXS-120: no retired
         # state in this slice) and its collapsed bit (MR-TXS-115: a reroute's window of one
@@ -529,12 +560,27 @@ class TxSched(wiring.Component):
             idx = r.slot[:db] if D > 1 else Const(0, 1)
             return e, qi, idx, Cat(r.path[:pb], r.conn)
 
+        # MR-TXS-375: each entry's nchunks - 1 and last chunk's bytes again in LUT RAM, written
+        # with the registers (a work request's take, one entry a cycle), read combinationally
+        # by the reports' LAST terms (a read port each: 6 COMB a 4 bits, not an E-way mux)
+        nl_lay = data.StructLayout({"nchm1": chunk_w, "lastnb": nb_w})
+        m.submodules.nl_mem = nl_mem = memory.Memory(shape=nl_lay, depth=E, init=[])
+        nl_wr = nl_mem.write_port()
+
+        def nl_lastnb(e, name):
+            """MR-TXS-382: entry ``e``'s last chunk's bytes from ``nl_mem`` (a read port)."""
+            nl = nl_mem.read_port(domain="comb")
+            m.d.comb += nl.addr.eq(e)
+            return _named(m, nl.data.lastnb, name)
+
         def last_terms(value, tag):
             """MR-TXS-046: the report's LAST term and bytes (MR-TXS-034) on this cycle's state."""
             r = data.View(lay.report, value)
             e = _named(m, rep_index(r)[0], f"l_e_{tag}")
-            last = _named(m, r.chunk == read(e_nchm1, e, f"l_nchm1_{tag}"), f"l_last_{tag}")
-            return last, Mux(last, read(e_lastnb, e, f"l_lastnb_{tag}"), mtu)
+            nl = nl_mem.read_port(domain="comb")                   # MR-TXS-375
+            m.d.comb += nl.addr.eq(e)
+            last = _named(m, r.chunk == nl.data.nchm1, f"l_last_{tag}")
+            return last, Mux(last, nl.data.lastnb, mtu)
 
         # MR-TXS-046: the boundary registers. s_acked's is loaded every cycle and always taken
         # next; s_resend's holds its report until taken, its LAST term and bytes read again
@@ -557,11 +603,19 @@ class TxSched(wiring.Component):
             new, refill = edge_flags(e, tag)
             return Mux(new, A.add(now, 1, name=f"next_more_{tag}"), Mux(refill, 0, now))
 
+        # MR-TXS-378: each entry's next_chunk again in LUT RAM, written with its register (one
+        # entry a cycle: a new chunk or a refill, MR-TXS-030), read combinationally by the
+        # boundary registers' intakes
+        m.submodules.next_mem = next_mem = memory.Memory(shape=chunk_w, depth=E, init=[])
+        next_wr = next_mem.write_port()
+
         def next_after(value, tag):
             """The entry's next_chunk after this edge, for the report ``value`` names: its
             register read at the report's index, then the edge's change (MR-TXS-055)."""
             e = _named(m, rep_index(data.View(lay.report, value))[0], f"n_e_{tag}")
-            return after_edge(e, read(e_next, e, f"next_{tag}"), tag)
+            nx = next_mem.read_port(domain="comb")                  # MR-TXS-378
+            m.d.comb += nx.addr.eq(e)
+            return after_edge(e, _named(m, nx.data, f"next_{tag}"), tag)
 
         m.d.sync += ba_next.eq(next_after(self.s_acked.payload.as_value(), "pa"))
 
@@ -618,8 +672,8 @@ class TxSched(wiring.Component):
         wb_b, wb_ahead, wb_base = Signal(W), Signal(wb + 1), Signal(chunk_w)
         fwd = _named(m, wb_valid & (wb_e == r_e), "fwd")
         r_ahead = _named(m, Mux(fwd, wb_ahead, read(e_ahead, r_e, "e_ahead_r")), "r_ahead")
-        r_bits = _named(m, Mux(fwd, wb_b, read(e_bits, r_e, "e_bits_r")), "r_bits")
-        r_base = Mux(fwd, wb_base, read(e_base, r_e, "e_base_r"))
+        r_bits = _named(m, Mux(fwd, wb_b, win_read(bits_mem, r_e, "e_bits_r")), "r_bits")
+        r_base = Mux(fwd, wb_base, win_read(base_mem, r_e, "e_base_r"))
         a_in = _named(m, rr_dist <= r_ahead, "a_in")
         a_lo = _named(m, (r_ahead - rr_dist)[:wb], "a_lo")
         # MR-TXS-047: a lost report's "already acknowledged" test at its intake, on the chunk's
@@ -847,9 +901,10 @@ class TxSched(wiring.Component):
         cand = []
         for c in range(C):
             nonempty = rq_level[c] != 0
-            h_slot = read(rq_slot[c], rq_head[c], f"h{c}_slot")
-            h_chunk = read(rq_chunk[c], rq_head[c], f"h{c}_chunk")
-            h_last = read(rq_last[c], rq_head[c], f"h{c}_last")
+            m.d.comb += rq_mem_rd[c].addr.eq(rq_head[c])                 # MR-TXS-377
+            h_slot = _named(m, rq_mem_rd[c].data.slot, f"h{c}_slot")
+            h_chunk = _named(m, rq_mem_rd[c].data.chunk, f"h{c}_chunk")
+            h_last = _named(m, rq_mem_rd[c].data.last, f"h{c}_last")
             h_stale = read(rq_stale[c], rq_head[c], f"h{c}_stale")
             h_e = Cat(h_slot[:sdb], Const(c, cb)) if sdb else Const(c, cb)
             h_s = h_slot[db:] if D > 1 else h_slot
@@ -1012,7 +1067,6 @@ class TxSched(wiring.Component):
         # state's, as a candidate's, MR-TXS-033), before the scheduling step
         pb_valid = Signal(name="pb_valid")
         pbr = Signal(lay.probe, name="probe_b")
-        pb_psn1 = Signal(psn_w, name="pb_psn1")         # the probe's PSN + 1, from the intake
         pd_valid = Signal(name="pd_valid")
         # MR-TXS-283: "the decision in pd acts" as a register (its next value below, with
         # touched's next value)
@@ -1032,8 +1086,7 @@ class TxSched(wiring.Component):
         pd_valid_n = _named(m, pb_valid & ~probe_act & ~v_act, "pd_valid_n")
         m.d.sync += pd_valid.eq(pd_valid_n)
         with m.If(load_pb):
-            m.d.sync += [pbr.eq(self.s_probe.payload),
-                         pb_psn1.eq(A.add(self.s_probe.payload.psn, 1, name="pb_psn_more"))]
+            m.d.sync += pbr.eq(self.s_probe.payload)
         pb_row = _named(m, Cat(pbr.path[:pb], pbr.conn), "pb_row")
         # MR-TXS-184/185: per path row a restore not yet given on m_restore (restores only);
         # the row whose verdict is in the boundary register is not offered (the verdict wins);
@@ -1056,11 +1109,21 @@ class TxSched(wiring.Component):
                          self.m_restore.payload.kept.eq(
                              Cat(*(r_sel[r] & ~p_rst[r] for r in range(C * PA))).any()
                              if self.kept_out else 0)]
-        pb_slot = read(p_tslot, pb_row, "pb_tslot")
+        # MR-TXS-376: the path rows' newest packet records (slot, chunk, bytes, FIRST, LAST)
+        # and that packet's PSN again in LUT RAM, written with the registers by the packet (one
+        # row a cycle), read combinationally at the probe's row (not a row-way mux of each)
+        tr_lay = data.StructLayout({"slot": 3, "chunk": chunk_w, "nb": nb_w, "first": 1,
+                                    "last": 1, "psn": psn_w})
+        m.submodules.trec_mem = trec_mem = memory.Memory(shape=tr_lay, depth=C * PA, init=[])
+        trec_wr, trec = trec_mem.write_port(), trec_mem.read_port(domain="comb")
+        m.d.comb += trec.addr.eq(pb_row)
+        pb_slot = _named(m, trec.data.slot, "pb_tslot")
         pb_e = _named(m, Cat(pb_slot[:sdb], pbr.conn) if sdb else pbr.conn, "pb_e")
         # MR-TXS-082: dropped unless the path is in the instance, the PSN is its newest, the
         # path has a packet in flight, the record names a live message and that is not failed
-        pb_ok = ((pbr.path >> pb) == 0) & (read(p_psn, pb_row, "pb_psn_row") == pb_psn1)
+        # (MR-TXS-376: the row's PSN is its newest packet's + 1 once it has sent one, and a row
+        # that has not has no packet in flight: the newest packet's PSN is the probe's)
+        pb_ok = ((pbr.path >> pb) == 0) & (trec.data.psn == pbr.psn)
         pb_ok = pb_ok & (read(p_pkts, pb_row, "pb_pkts") != 0) & read(p_tv, pb_row, "pb_tv")
         pb_ok = _named(m, pb_ok & ~read(e_fail, pb_e, "pb_fail"), "pb_ok")
         # MR-TXS-353: the probed entry, its descriptor and operands (MR-TXS-098) read when the
@@ -1072,10 +1135,8 @@ class TxSched(wiring.Component):
         pd_gen = Signal(GEN_BITS, name="pd_gen")           # MR-TXS-121: the path's entropy now
         m.d.sync += pd_gen.eq(read(p_gen, pb_row, "pb_gen"))
         m.d.sync += [pd_ok.eq(pb_ok), pd_e.eq(pb_e), pd_slot.eq(pb_slot),
-                     pd_chunk.eq(read(p_tchunk, pb_row, "pb_tchunk")),
-                     pd_nb.eq(read(p_tnb, pb_row, "pb_tnb")),
-                     pd_first.eq(read(p_tfirst, pb_row, "pb_tfirst")),
-                     pd_last.eq(read(p_tlast, pb_row, "pb_tlast"))]
+                     pd_chunk.eq(trec.data.chunk), pd_nb.eq(trec.data.nb),
+                     pd_first.eq(trec.data.first), pd_last.eq(trec.data.last)]
         step_ok = _named(m, sched & ~probe_go, "step_ok")
         m.d.comb += [act[c].eq(step_ok & sel[c]) for c in range(C)]
         act_pkt = [_named(m, act[c] & ~x["drop"], f"act_pkt{c}") for c, x in enumerate(cand_r)]
@@ -1112,6 +1173,11 @@ class TxSched(wiring.Component):
             return f
 
         frame = frame_of("frame", pick, flags, req, psn, g_path, g_chunk, g_nb, g_slot, g("gen"))
+        # MR-TXS-376: the packet's record into its row (the picked connection's, its path)
+        tw = trec_wr.data
+        m.d.comb += [trec_wr.addr.eq(Cat(g_path[:pb], pick)), trec_wr.en.eq(pkt_act),
+                     tw.slot.eq(g_slot), tw.chunk.eq(g_chunk), tw.nb.eq(g_nb),
+                     tw.first.eq(g_first), tw.last.eq(g_last), tw.psn.eq(psn)]
         sent = Signal(lay.sent)
         m.d.comb += [
             sent.conn.eq(pick), sent.path.eq(g_path), sent.psn.eq(psn),
@@ -1187,10 +1253,10 @@ class TxSched(wiring.Component):
         # ack_base's low bits; its LAST term), the pick's read of them registered
         lq_lt_e = [lq_low[e] < e_base[e][:wb] for e in range(E)]
         lq_last_e = [(lq_low[e] == e_nchm1[e][:wb]) & e_left[e].all() for e in range(E)]
-        m.d.sync += [lq_base.eq(read(e_base, lq_pick, "lq_base_next")),
+        m.d.sync += [lq_base.eq(win_read(base_mem, lq_pick, "lq_base_next")),
                      lq_lt.eq(read(lq_lt_e, lq_pick, "lq_lt_next")),
                      lq_last.eq(read(lq_last_e, lq_pick, "lq_last_next")),
-                     lq_lastnb.eq(read(e_lastnb, lq_pick, "lq_lastnb_next"))]
+                     lq_lastnb.eq(nl_lastnb(lq_pick, "lq_lastnb_next"))]
         # each entry's bits: a lost report's chunk set when its FIFO is full (its flight left as
         # any report's, MR-TXS-020); cleared by an acknowledged report of a chunk in the window
         # (a late one below ack_base names a chunk W further, MR-TXS-242) and by the refill; all
@@ -1218,6 +1284,8 @@ class TxSched(wiring.Component):
         b_moved = _named(m, wb_b >> ones, "b_moved")
         base_moved = A.add(wb_base, ones, name="base_moved")
         ahead_moved = _named(m, wb_ahead - ones, "ahead_moved")
+        m.d.comb += [base_mwr.addr.eq(wb_e), base_mwr.en.eq(wb_valid), base_mwr.data.eq(base_moved),
+                     bits_mwr.addr.eq(wb_e), bits_mwr.en.eq(wb_valid), bits_mwr.data.eq(b_moved)]
         # MR-TXS-172: br's entry's window after this edge (the loaded report's entry, else the
         # held one's, whose registers are their value before it): 0 at a refill, the pending
         # window's move when it names the entry, else as it is; the forward bit: the report
@@ -1229,8 +1297,8 @@ class TxSched(wiring.Component):
                     Mux(refill, 0, Mux(moved, b_moved, bits)))
 
         w_e_pr = _named(m, rep_index(data.View(lay.report, src))[0], "w_e_pr")
-        ld_base, ld_bits = window_after(w_e_pr, read(e_base, w_e_pr, "e_base_pr"),
-                                        read(e_bits, w_e_pr, "e_bits_pr"), "pr")
+        ld_base, ld_bits = window_after(w_e_pr, win_read(base_mem, w_e_pr, "e_base_pr"),
+                                        win_read(bits_mem, w_e_pr, "e_bits_pr"), "pr")
         hd_base, hd_bits = window_after(lr_e, br_wbase, br_wbits, "hr")
         m.d.sync += [br_wbase.eq(Mux(load_r, ld_base, hd_base)),
                      br_wbits.eq(Mux(load_r, ld_bits, hd_bits)),
@@ -1273,11 +1341,13 @@ class TxSched(wiring.Component):
 
         for c in range(C):
             x = cand_r[c]
+            # MR-TXS-384: the packet's row's PSN after it, one add per connection on the
+            # candidate's PSN (its row's PSN: the connection is untouched since, MR-TXS-041)
+            psn_next = A.add(x["psn"], 1, name=f"psn_next_c{c}")
             for p in range(PA):
                 row = c * PA + p
                 # the adds beside the enables (an expression under m.If would take the enable in)
                 over = A.gt_small(p_infl[row], r_nb, f"pover{row}")
-                psn_next = A.add(p_psn[row], 1, name=f"psn_next{row}")
                 infl_next = rep_or_pkt(p_infl[row], True, x["nb"], f"pinfl_next{row}")
                 # MR-TXS-052: the room takes a window write's change at the same edge (0 when
                 # none names the row): rep_or_pkt's operands and the change, one chain
@@ -1336,10 +1406,7 @@ class TxSched(wiring.Component):
                 with m.If(comp_act & (comp_conn == c) & (p_tslot[row][:sdb] == comp_e[:sdb])):
                     m.d.sync += p_tv[row].eq(0)
                 with m.If(act[c] & x["pkt_path_hot"][p]):
-                    m.d.sync += [p_tslot[row].eq(slot_of(x["idx"], x["qi"])),
-                                 p_tchunk[row].eq(x["chunk"]), p_tnb[row].eq(x["nb"]),
-                                 p_tfirst[row].eq(x["first"]), p_tlast[row].eq(x["last"]),
-                                 p_tv[row].eq(1)]
+                    m.d.sync += [p_tslot[row].eq(slot_of(x["idx"], x["qi"])), p_tv[row].eq(1)]
                     m.d.sync += [p_psn[row].eq(psn_next), p_infl[row].eq(infl_next),
                                  p_room[row].eq(room_next),
                                  p_pkts[row].eq(pkts_next),
@@ -1361,13 +1428,18 @@ class TxSched(wiring.Component):
                     m.d.sync += rq_stale[c][k].eq(1)
             # MR-TXS-241/243: a lost report's chunk when the FIFO has room, else a refill's
             # (never both: a report and a refill never act in one cycle, `busy` picks)
-            with m.If((lost_act & (r_conn == c) & ~rq_level[c][rq_b]) | (fill & (lq_conn == c))):
+            rq_push = (lost_act & (r_conn == c) & ~rq_level[c][rq_b]) | (fill & (lq_conn == c))
+            qw = rq_mem_wr[c]                                               # MR-TXS-377
+            m.d.comb += [qw.addr.eq(rq_tail[c]), qw.en.eq(rq_push),
+                         qw.data.slot.eq(Mux(busy, r_slot, lq_e[:sdb])),
+                         qw.data.chunk.eq(Mux(busy, r_chunk, lq_chunk)),
+                         qw.data.last.eq(Mux(busy, r_last, lq_last)),
+                         qw.data.nb.eq(Mux(busy, r_nb, lq_nb))]
+            with m.If(rq_push):
                 for k in range(RD):
                     with m.If(rq_tail[c] == k):
                         m.d.sync += [rq_slot[c][k].eq(Mux(busy, r_slot, lq_e[:sdb])),
                                      rq_chunk[c][k].eq(Mux(busy, r_chunk, lq_chunk)),
-                                     rq_last[c][k].eq(Mux(busy, r_last, lq_last)),
-                                     rq_nb[c][k].eq(Mux(busy, r_nb, lq_nb)),
                                      rq_stale[c][k].eq(0)]
                 m.d.sync += [rq_tail[c].eq(rq_tail[c] + 1), rq_level[c].eq(rq_level[c] + 1)]
             with m.If(take_wr & w_chot[c]):
@@ -1383,7 +1455,7 @@ class TxSched(wiring.Component):
             with m.If(((lost_act & (r_conn == c)) | (fill & (lq_conn == c))) & (rq_level[c] == 0)):
                 m.d.sync += rq_hnb[c].eq(Mux(busy, r_nb, lq_nb))
             with m.If(act[c] & x["resend"]):
-                m.d.sync += rq_hnb[c].eq(read(rq_nb[c], (rq_head[c] + 1)[:rq_b], f"h{c}_nb_after"))
+                m.d.sync += rq_hnb[c].eq(rq_nb_at(c, (rq_head[c] + 1)[:rq_b], f"h{c}_nb_after"))
             with m.If(act_pkt[c]):
                 m.d.sync += [c_infl[c].eq(c_infl_next), c_room[c].eq(c_room_next),
                              c_rr[c].eq(x["path"] + 1)]
@@ -1392,6 +1464,11 @@ class TxSched(wiring.Component):
         with m.If(pkt_act):
             m.d.sync += conn_rr.eq(pick + 1)
         w_e = _named(m, Cat(w_idx[:db], w_qi) if D > 1 else w_qi, "w_e")
+        # MR-TXS-378: the copy's write: the step's new chunk at its entry (the candidate's
+        # chunk is the entry's next_chunk: its connection is untouched since), else a refill
+        m.d.comb += [next_wr.addr.eq(Mux(new_act, g_e, w_e)), next_wr.en.eq(new_act | wr_act),
+                     next_wr.data.eq(Mux(new_act, A.add(g_chunk, 1, name="next_mem_more")[:chunk_w],
+                                         0))]
         # MR-TXS-067: a response neither takes nor advances msg_next nor send_seq
         # MR-TXS-099: op's bit 1 is a send's below op 4 only (op 6 is a fetch-and-add)
         w_send = _op_kind(wr.op)[0]
@@ -1405,7 +1482,8 @@ class TxSched(wiring.Component):
         # (one further when a request of its stream is acted on at this edge; a request held
         # keeps them: only its own action changes its stream's count)
         in_wr_hit_msg = in_wr_hit & ~w_rsp
-        in_msg = read(msg_next, i_wqi, "in_msg")
+        m.d.comb += seq_rd.addr.eq(i_wqi)                                  # MR-TXS-379
+        in_msg = _named(m, seq_rd.data.msg, "in_msg")
         in_msg1 = A.add(in_msg, 1, name="in_msg1")
         in_msg2 = A.add(in_msg, 2, name="in_msg2")
         if self.rd_rows:
@@ -1421,7 +1499,7 @@ class TxSched(wiring.Component):
                          rd.payload.wr_id.eq(win.wr_id), rd_block.eq(in_rd & ~rd.ready)]
         # MR-TXS-058: its recv_seq and the stream's send_seq after it likewise (one further when
         # a send of its stream is acted on at this edge; only a send advances it)
-        in_rseq = read(send_seq, i_wqi, "in_rseq")
+        in_rseq = _named(m, seq_rd.data.rseq, "in_rseq")
         in_rseq1 = A.add(in_rseq, 1, name="in_rseq1")
         in_rseq2 = A.add(in_rseq, 2, name="in_rseq2")
         hit_send = in_wr_hit & w_send
@@ -1480,22 +1558,28 @@ class TxSched(wiring.Component):
                                          wr.imm, w_msg, wr.length, w_err)),
                      # MR-TXS-355: the completion's copy
                      cq_wr.addr.eq(w_e), cq_wr.en.eq(wr_act),
-                     cq_wr.data.eq(Cat(wr.op, wr.wr_id, w_msg, wr.length))]
+                     cq_wr.data.eq(Cat(wr.op, wr.wr_id, w_msg, wr.length)),
+                     # MR-TXS-375: the LAST terms' copy of e_nchm1 and e_lastnb
+                     nl_wr.addr.eq(w_e), nl_wr.en.eq(wr_act),
+                     nl_wr.data.eq(Cat(w_nchm1, w_lastnb))]
         # MR-TXS-358: the memories' ports for the tests' collision observer
         self.probe.update({"desc_wr_en": desc_wr.en, "desc_wr_addr": desc_wr.addr,
                            "fr_addr": fr_desc.addr, "fq_stage": frame_q.s_valid})
         if self.pacing:
             m.d.comb += [op_wr.addr.eq(w_e), op_wr.en.eq(wr_act), op_wr.data.eq(wr.op)]
         e_hit = []                              # a failure marks the entry at this edge
+        # MR-TXS-384: a new chunk's next_chunk + 1, one add per connection on the candidate's
+        # chunk (its entry's next_chunk: the connection is untouched since, MR-TXS-033)
+        next_more_c = [A.add(x["chunk"], 1, name=f"next_more_c{c}") for c, x in enumerate(cand_r)]
         for e in range(E):
-            next_more = A.add(e_next[e], 1, name=f"next_more{e}")
+            next_more = next_more_c[e // sd]
             left_less = A.sub(e_left[e], 1, f"left_less{e}")
             left_one = e_left[e] == 1           # the chunk after the next one is the last
             # MR-TXS-042: - 1 for a report (busy), + 1 for a packet
             out_next = A.add(e_out[e], Cat(Const(1, 1), busy.replicate(OUT_BITS - 1)), name=f"out_next{e}")
             with m.If(wb_valid & (wb_e == e)):
                 m.d.sync += [e_base[e].eq(base_moved), e_bits[e].eq(b_moved),
-                             e_ahead[e].eq(ahead_moved)]
+                             e_ahead[e].eq(ahead_moved), win_zero[e].eq(0)]
             qe, ie = divmod(e, D)
             live_e = (live(tail[qe], done[qe], Const(ie, db)) if D > 1
                       else count(tail[qe], done[qe]) != 0)
@@ -1510,7 +1594,7 @@ class TxSched(wiring.Component):
             with m.If(take_wr & w_ehot[e]):
                 m.d.sync += [e_nlast[e].eq(w_nchm1 == 0),
                              e_nchm1[e].eq(w_nchm1), e_left[e].eq(w_nchm1),
-                             e_lastnb[e].eq(w_lastnb), e_base[e].eq(0),
+                             e_lastnb[e].eq(w_lastnb), e_base[e].eq(0), win_zero[e].eq(1),
                              e_bits[e].eq(0), e_ahead[e].eq(0), e_fail[e].eq(0), e_out[e].eq(0),
                              e_idle[e].eq(1)]
             with m.If(rep_act & (r_e == e) & ~e_idle[e]):
@@ -1604,8 +1688,10 @@ class TxSched(wiring.Component):
             m.d.sync += q_ok[qi].eq(Mux(act[c], ok_step, ok_rest) & ~hit_at)
         for qi in range(Q):
             with m.If(take_wr & w_qhot[qi]):
-                m.d.sync += [tail[qi].eq(tail[qi] + 1), msg_next[qi].eq(w_msg1),
-                             send_seq[qi].eq(w_rseq1)]
+                m.d.sync += tail[qi].eq(tail[qi] + 1)
+        m.d.comb += [seq_wr.addr.eq(w_qi), seq_wr.en.eq(wr_act),                # MR-TXS-379
+                     seq_wr.data.msg.eq(w_msg1), seq_wr.data.rseq.eq(w_rseq1)]
+        for qi in range(Q):
             with m.If(comp_act & (comp_q == qi)):
                 m.d.sync += done[qi].eq(done[qi] + 1)
                 with m.If(comp_unsent):

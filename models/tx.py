@@ -142,10 +142,11 @@ def is_atomic_frame(fr):
 
 
 def src_of(fr):
-    """MR-TX-192: the payload-source entry of frame request ``fr`` (one with payload)."""
+    """MR-TX-192: the payload-source entry of frame request ``fr`` (one with payload);
+    MR-TX-367: its operands the request's (read only for an inline entry)."""
     at = is_atomic_frame(fr)
     return {"inline": int(at), "cas": int(fr["bth_opcode"] == int(wire.Op.MR_CMP_SWAP)),
-            "swap": fr.get("swap", 0) if at else 0, "compare": fr.get("compare", 0) if at else 0}
+            "swap": fr.get("swap", 0), "compare": fr.get("compare", 0)}
 
 
 def inline_beats(src, width):

@@ -321,6 +321,26 @@ def test_data_path_atomics(width):
     assert drv.res["raw"] == xc.expected_data_frames(reqs, tmpls, drv.mem, 4)
 
 
+def test_data_path_dma_entries_operands_unread():
+    """MR-TX-367, MR-TX-368: the join stage queues a payload source's operands as the frame
+    request has them (no mask by the atomic test): non-atomic requests given random operands
+    among atomics give the same frames, 0 mismatches with the model (whose ``src_of`` keeps
+    them too): a DMA entry's operands are never read."""
+    import random
+    from metaroce.models.dma_read_cases import Layout
+    model_lay = TxDataCycleModel(64, **_DATA).lay
+    mem = Layout(8192)
+    reqs = xc.data_requests(model_lay, 16, mem, seed=6, max_len=300, atomics=0.4)
+    rng = random.Random(5)
+    plain = [q for q in reqs if q["bth_opcode"] not in (0xC8, 0xC9)]
+    assert plain and len(plain) < len(reqs)
+    for q in plain:
+        q.update(swap=rng.getrandbits(64) | 1, compare=rng.getrandbits(64) | 1)
+    tmpls = xc.templates(2, 4)
+    drv = run_data(64, reqs, mem, tmpls, rtl=True, seed=6)
+    assert drv.res["raw"] == xc.expected_data_frames(reqs, tmpls, drv.mem, 4)
+
+
 def _skid_run(tx_mod=None, seed=7):
     """The data path under heavy backpressure (``m_axis`` ready in 40 % of the cycles, no idle
     requests), so the join stage's S1 is held while the next request is offered: the skid's

@@ -428,9 +428,9 @@ BR_WINDOW_WRONG = {
                       "br_wfwd.eq(0)"), (2, 0)),
     "fwd_held_left_out": (("Mux(load_r, r_e == w_e_pr, r_e == lr_e)",
                            "Mux(load_r, r_e == w_e_pr, 0)"), (0, 1)),
-    "load_unmoved": (('window_after(w_e_pr, read(e_base, w_e_pr, "e_base_pr"),\n'
-                      '                                        read(e_bits, w_e_pr, "e_bits_pr"), "pr")',
-                      '(read(e_base, w_e_pr, "e_base_pr"), read(e_bits, w_e_pr, "e_bits_pr"))'),
+    "load_unmoved": (('window_after(w_e_pr, win_read(base_mem, w_e_pr, "e_base_pr"),\n'
+                      '                                        win_read(bits_mem, w_e_pr, "e_bits_pr"), "pr")',
+                      '(win_read(base_mem, w_e_pr, "e_base_pr"), win_read(bits_mem, w_e_pr, "e_bits_pr"))'),
                      (3, 0)),
     "held_not_followed": (('hd_base, hd_bits = window_after(lr_e, br_wbase, br_wbits, "hr")',
                            "hd_base, hd_bits = br_wbase, br_wbits"), (0, 2)),
@@ -1132,7 +1132,7 @@ def test_probe_of_a_completed_message_dropped():
 # path's record not cleared by its message's completion
 PROBE_WRONG = {
     "probe_no_retx": ("| int(MrdhFlag.RETX))\n        pframe", ")\n        pframe"),
-    "probe_older_psn": ('(read(p_psn, pb_row, "pb_psn_row") == pb_psn1)', "Const(1, 1)"),
+    "probe_older_psn": ("(trec.data.psn == pbr.psn)", "Const(1, 1)"),
     "probe_touched": ("probe_go.eq(pd_valid_n & ~touched_n.bit_select(pbr.conn, 1))",
                       "probe_go.eq(pd_valid_n)"),
     "probe_tail_kept": ("m.d.sync += p_tv[row].eq(0)", "m.d.sync += p_tv[row].eq(p_tv[row])"),
@@ -1415,14 +1415,14 @@ def test_lost_not_queued_wrong_forms_fail(wrong):
 #: seed of ``test_lockstep_lost_not_queued``'s run each fails on (the LAST terms need refills of
 #: chunks that are not the last: seed 3)
 LQ_REG_WRONG = {
-    "base_late": (1, 'lq_base.eq(read(e_base, lq_pick, "lq_base_next"))',
-                  'lq_base.eq(read(e_base, lq_e, "lq_base_next"))'),
+    "base_late": (1, 'lq_base.eq(win_read(base_mem, lq_pick, "lq_base_next"))',
+                  'lq_base.eq(win_read(base_mem, lq_e, "lq_base_next"))'),
     "lt_late": (1, 'lq_lt.eq(read(lq_lt_e, lq_pick, "lq_lt_next"))',
                 'lq_lt.eq(read(lq_lt_e, lq_e, "lq_lt_next"))'),
     "last_late": (3, 'lq_last.eq(read(lq_last_e, lq_pick, "lq_last_next"))',
                   'lq_last.eq(read(lq_last_e, lq_e, "lq_last_next"))'),
-    "lastnb_late": (3, 'lq_lastnb.eq(read(e_lastnb, lq_pick, "lq_lastnb_next"))',
-                    'lq_lastnb.eq(read(e_lastnb, lq_e, "lq_lastnb_next"))'),
+    "lastnb_late": (3, 'lq_lastnb.eq(nl_lastnb(lq_pick, "lq_lastnb_next"))',
+                    'lq_lastnb.eq(nl_lastnb(lq_e, "lq_lastnb_next"))'),
 }
 
 
@@ -1588,3 +1588,49 @@ def test_probe_with_old_generation_fails_checker():
             frames[k] = dict(fr, gen=gen)
             with pytest.raises(AssertionError, match="the probe of"):
                 tc.check(TxSchedModel(**SMALL), items, dict(drv.res, frames=frames))
+
+
+# MR-TXS-375..379's wrong forms (txa38): each LUT-RAM copy of a record kept in flip-flops
+# written wrong, loaded in place of the RTL by replacing its text in hdl/tx_sched.py
+COPY_WRONG = {
+    # MR-TXS-375: the LAST terms' copy never written (every report reads nchunks - 1 = 0)
+    "last_terms_unwritten": ("nl_wr.addr.eq(w_e), nl_wr.en.eq(wr_act),",
+                             "nl_wr.addr.eq(w_e), nl_wr.en.eq(0),"),
+    # MR-TXS-376: the packet's record written into its connection's path 0
+    "record_row_path_0": ("trec_wr.addr.eq(Cat(g_path[:pb], pick))",
+                          "trec_wr.addr.eq(Cat(Const(0, pb), pick))"),
+    # MR-TXS-377: the resend FIFO's copy written at the head, not the tail
+    "resend_copy_at_head": ("qw.addr.eq(rq_tail[c])", "qw.addr.eq(rq_head[c])"),
+    # MR-TXS-378: the next_chunk copy given the candidate's chunk, not the one after it
+    "next_copy_not_advanced": ('A.add(g_chunk, 1, name="next_mem_more")[:chunk_w]', "g_chunk"),
+    # MR-TXS-379: the streams' message numbers never written
+    "seq_unwritten": ("seq_wr.en.eq(wr_act)", "seq_wr.en.eq(0)"),
+    # MR-TXS-383: a refill not setting its entry's zero bit (the old window read after it)
+    "win_zero_not_set": ("e_base[e].eq(0), win_zero[e].eq(1),", "e_base[e].eq(0),"),
+    # MR-TXS-384: the row's PSN advanced by 2; an entry's next chunk advanced by 2
+    "psn_add_2": ('A.add(x["psn"], 1, name=f"psn_next_c{c}")', 'A.add(x["psn"], 2, name=f"psn_next_c{c}")'),
+    "next_more_add_2": ('A.add(x["chunk"], 1, name=f"next_more_c{c}")',
+                        'A.add(x["chunk"], 2, name=f"next_more_c{c}")'),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong", sorted(COPY_WRONG))
+def test_lut_ram_copy_wrong_forms_fail(wrong):
+    """MR-TXS-375..384 (negative controls): each LUT-RAM copy of a record kept in flip-flops
+    (the LAST terms', the path rows' packet records, the resend FIFOs' heads, the entries'
+    next_chunk, the streams' message and receive numbers, the windows), and each connection's
+    add (MR-TXS-384), written wrong, mismatches its model
+    on ``test_lockstep_random``'s traffic (seed 1, losses), or for the rows' records on
+    ``test_lockstep_probes``'s (seed 4, many probes), which the RTL as built passes with 0
+    mismatches. (Slow: eight elaborations and locksteps.)"""
+    if wrong == "record_row_path_0":
+        mod = wrong_form("tx_sched", *COPY_WRONG[wrong])
+        model = TxSchedCycleModel(64, **SMALL)
+        items, kw = _probe_run(4, 0.2)
+        with pytest.raises(Mismatch):
+            run_amaranth(mod.TxSched(64, **SMALL), model, tc.Driver(model.lay, items, **kw),
+                         busy=model.busy)
+    else:
+        assert_wrong_form_fails(COPY_WRONG[wrong], tc.traffic(TxSchedModel(**SMALL), 40, seed=1),
+                                1, p_cwnd=0.2, cwnd_hi=8000)
