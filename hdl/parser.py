@@ -71,6 +71,7 @@ from ..models.parser import (ACT_BYPASS, ACT_DISCARD, ACT_PAYLOAD, COUNTER_BITS,
                              META_LAYOUT, params)
 from ..models.wire import Op, Reason
 from . import icrc as icrc_hw
+from .retransmit import _counter_bank
 
 __all__ = ["Parser", "Front", "VerdictPipeline", "MetaOutput", "Reader", "axis_signature",
            "meta_signature", "facts_layout", "record_layout", "VERDICT_LAYOUT"]
@@ -1024,15 +1025,16 @@ class Parser(wiring.Component):
 
         # S7: counters (MR-HW-060) and their read port.
         # MR-HW-060: 64-bit counters, one per Reason code.
-        cnt = [_wide_counter(m, f"cnt{i}", COUNTER_BITS, verdicts.verdict.valid & (verdicts.verdict.payload.reason == i))
-               for i in range(N_REASON_COUNTERS)]
+        # MR-HW-100: one bank (MR-TX-311's), the low bytes in registers, the upper 56 bits in
+        # LUT RAM served by one shared increment, the rows read as 0 after a reset until served
+        incs = [verdicts.verdict.valid & (verdicts.verdict.payload.reason == i)
+                for i in range(N_REASON_COUNTERS)]
         if self.drop_on_full:
             # MR-HW-082: frames dropped on overflow, counted when their last beat is in S1.
-            cnt.append(_wide_counter(m, f"cnt{OVERFLOW_COUNTER}", COUNTER_BITS,
-                                     front.overflow))
-        else:
-            cnt.append(Const(0, COUNTER_BITS))
-        assert len(cnt) == N_COUNTERS
-        m.d.sync += self.reg_data.eq(Mux(self.reg_addr < N_COUNTERS, Array(cnt)[self.reg_addr], 0))
+            incs.append(front.overflow)
+        assert len(incs) == OVERFLOW_COUNTER + self.drop_on_full <= N_COUNTERS
+        value = _counter_bank(m, incs, self.reg_addr, COUNTER_BITS, reset_clears=True)
+        # address 9 without drop_on_full and 10..15 read 0
+        m.d.sync += self.reg_data.eq(Mux(self.reg_addr < len(incs), value, 0))
 
         return m

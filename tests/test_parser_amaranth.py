@@ -42,15 +42,17 @@ def _ports(dut):
 
 
 def run_lockstep(width, cases, *, seed=0, p_idle=0.2, p_bp=0.3, max_frame=9216, vcd=None,
-                 check=True, on_cycle=None, p_rst=0.0, crc_impl="xor", drop_on_full=False, **kw):
+                 check=True, on_cycle=None, p_rst=0.0, crc_impl="xor", drop_on_full=False, rst_cycles=(),
+                 parser_cls=Parser, **kw):
     """Drive RTL and model with the same inputs; compare all outputs every cycle (MR-HW-070).
 
     The parser's one stack: cases and traffic driver from models/parser_cases.py, the
     lockstep core of tb/lockstep.py (:func:`drive_amaranth`).  Returns the driver's results.
     Raises :class:`Mismatch` naming the cycle, the signal, expected and actual values and
-    the last input beats.
+    the last input beats. ``rst_cycles``: cycles with ``rst`` set (beside ``p_rst``'s);
+    ``parser_cls``: the RTL's class (a wrong form's, for negative controls).
     """
-    dut = Parser(width, max_frame=max_frame, crc_impl=crc_impl, drop_on_full=drop_on_full)
+    dut = parser_cls(width, max_frame=max_frame, crc_impl=crc_impl, drop_on_full=drop_on_full)
     top = Module()
     top.domains.sync = cd = ClockDomain()
     top.submodules.dut = dut
@@ -62,7 +64,12 @@ def run_lockstep(width, cases, *, seed=0, p_idle=0.2, p_bp=0.3, max_frame=9216, 
     drv = pc.Driver(width, cases, seed=seed, p_idle=p_idle, p_bp=p_bp, **kw)
     ins, outs = model_port_lists(model)
     core = Core(model, ins, outs, {n: len(v) for n, v in sig.items()}, on_cycle=on_cycle)
-    extra = (lambda: {"rst": int(rst_rng.random() < p_rst)}) if p_rst > 0 else None
+    rst_at, cycle = set(rst_cycles), [0]
+
+    def extra():
+        cycle[0] += 1
+        return {"rst": int(cycle[0] - 1 in rst_at or rst_rng.random() < p_rst)}
+    extra = extra if p_rst > 0 or rst_at else None
     sim = Simulator(top)
     sim.add_clock(1e-8)
     drive_amaranth(sim, core, drv, sig, busy=model.busy, extra_inputs=extra)
@@ -248,6 +255,35 @@ def test_reset_midstream():
     """MR-HW-054: random resets while traffic flows: RTL and model still agree every cycle."""
     cases = pc.valid_cases()[::2] + pc.drop_cases()[::3] + pc.bypass_cases()[::3]
     run_lockstep(64, cases, p_rst=0.01, seed=9, check=False)
+
+
+def _counter_wrap_run(parser_cls=Parser):
+    """600 one-beat truncated frames back to back (the truncated counter's low byte wraps twice),
+    a reset at cycle 400 (the rows in LUT RAM hold 1), then 200 more: every cycle compared, the
+    counters read at random addresses."""
+    short = bytes(range(5))
+    cases = [pc.Case(f"trunc5-{i}", short, expect=Reason.TRUNCATED) for i in range(600)]
+    return run_lockstep(64, cases, p_idle=0, p_bp=0, seed=3, rst_cycles=(400,), check=False,
+                        parser_cls=parser_cls)
+
+
+def test_counters_wrap_and_reset():
+    """MR-HW-100, MR-HW-060, MR-HW-054: the counter bank's upper pieces (LUT RAM, one shared
+    increment) count past the low byte exactly in every cycle, and a reset clears them (the rows
+    read 0 until the shared increment has written them)."""
+    _counter_wrap_run()
+
+
+def test_counters_reset_kept_rows_fails(monkeypatch):
+    """MR-HW-100's negative control: the bank's rows not cleared by the reset (``reset_clears``
+    off) read the old upper pieces after the reset: the lockstep fails."""
+    import metaroce.hdl.parser as parser_mod
+    from metaroce.tb.lockstep import Mismatch
+    bank = parser_mod._counter_bank
+    monkeypatch.setattr(parser_mod, "_counter_bank",
+                        lambda *a, reset_clears, **kw: bank(*a, reset_clears=False, **kw))
+    with pytest.raises(Mismatch, match="reg_data"):
+        _counter_wrap_run()
 
 
 def test_ones_positions():
