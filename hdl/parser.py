@@ -415,6 +415,34 @@ class Front(wiring.Component):
                          d1_last.eq(s.tlast), d1_k.eq(k), d1_user.eq(s.tuser),
                          d1_store.eq(need & fits), d1_rewind.eq(~fits & ~ovf), d1_drop.eq(~fits)]
 
+        # MR-HW-101: the bytes from the UDP header on (UDP, BTH, the extension headers' 48 bytes)
+        # captured by their offset from the class's UDP header as they arrive, so S1 reads them
+        # without the 4-way class select: byte i of the buffer loads at the beat and from the
+        # lane where byte i after the UDP header of the frame's class arrives (at 64 bits two
+        # lanes). The class registers are final by then where every class's UDP header starts
+        # in a beat after the EtherTypes' (widths up to 256 bits); else S1 selects from hb.
+        l4_pos = {cls: 14 + 4 * cls[0] + (wire.IPV6_HLEN if cls[1] else wire.IPV4_HLEN)
+                  for cls in _OP_POS}
+        l4_len = wire.UDP_HLEN + wire.BTH_LEN + wire.MRAH_LEN
+        l4_early = min(l4_pos.values()) // nbytes > 17 // nbytes
+        if l4_early:
+            assert (max(l4_pos.values()) + l4_len - 1) // nbytes < n_hdr
+            cls_is = {cls: (vlan == cls[0]) & (is6 == cls[1]) for cls in l4_pos}
+            l4b = [Signal(8, name=f"l4b{i}", reset_less=True) for i in range(l4_len)]
+            for i in range(l4_len):
+                by_lane = {}
+                for cls, pos in l4_pos.items():
+                    by_lane.setdefault((pos + i) % nbytes, []).append(cls)
+                lanes = sorted(by_lane.items())
+                byte = s.tdata.word_select(lanes[-1][0], 8)
+                for lane, classes in lanes[:-1]:
+                    byte = Mux(Cat(*[cls_is[c] for c in classes]).any(),
+                               s.tdata.word_select(lane, 8), byte)
+                load = Cat(*[cls_is[cls] & at_beat[(pos + i) // nbytes]
+                             for cls, pos in l4_pos.items()]).any()
+                with m.If(s.tvalid & load):
+                    m.d.sync += l4b[i].eq(byte)
+
         # ------------------------------------------------------------ S1: store, ICRC, snapshot
 
         def sel_x(c):
@@ -429,8 +457,13 @@ class Front(wiring.Component):
         def by_l3(fn):
             return Mux(vlan, fn(18), fn(14))
 
-        def by_l4(fn):
-            return _sel4(vlan, is6, fn(34), fn(38), fn(54), fn(58))
+        def l4(off, n=1, ext_sel=False):
+            """Big-endian value of the ``n`` bytes ``off`` after the class's UDP header
+            (MR-HW-101's buffer, or hb by class; ``ext_sel``: hb selected by the inverted copies)."""
+            if l4_early:
+                return _be(l4b[off:off + n])
+            c = {cls: _be(hbb[pos + off:pos + off + n]) for cls, pos in l4_pos.items()}
+            return sel_x(c) if ext_sel else sel(c)
 
         ipl = Signal(signed(18))
         l4_end = Signal(signed(19))
@@ -467,9 +500,8 @@ class Front(wiring.Component):
 
         # Fields of the snapshot, selected by class; absent headers and drops are zeroed at
         # the output (MR-HW-011/012).
-        bth = [by_l4(lambda o, i=i: hbb[o + 8 + i]) for i in range(wire.BTH_LEN)]
-        ext = [_sel4(~n_vlan, ~n_is6, hbb[34 + 20 + i], hbb[38 + 20 + i], hbb[54 + 20 + i],
-                     hbb[58 + 20 + i]) for i in range(wire.MRAH_LEN)]
+        bth = [l4(wire.UDP_HLEN + i) for i in range(wire.BTH_LEN)]
+        ext = [l4(wire.UDP_HLEN + wire.BTH_LEN + i, ext_sel=True) for i in range(wire.MRAH_LEN)]
         hits = {pair: op.hits[i] for i, pair in enumerate(pairs)}
         has = {}
         fields = {}
@@ -498,7 +530,7 @@ class Front(wiring.Component):
                    "ttl": Mux(is6, by_l3(lambda o: hbb[o + 7]), by_l3(lambda o: hbb[o + 8])),
                    "ident": Mux(is6, 0, by_l3(lambda o: be(o + 4, 2))),
                    "flow_label": Mux(is6, tc6[0:20], 0), "src": ipsrc, "dst": ipdst},
-            "udp": {"sport": by_l4(lambda o: be(o, 2))},
+            "udp": {"sport": l4(0, 2)},
             "bth": {"opcode": bth[0], "se": bth[1][7], "mig": bth[1][6], "pad": pad,
                     "tver": bth[1][0:4], "pkey": _be(bth[2:4]), "fecn": bth[4][7],
                     "becn": bth[4][6], "dest_qp": _be(bth[5:8]), "ack_req": bth[8][7],
@@ -523,8 +555,8 @@ class Front(wiring.Component):
             "frag_bad": by_l3(lambda o: be(o + 6, 2))[:14] != 0,
             "proto_bad": by_l3(lambda o: hbb[o + 9]) != wire.IPPROTO_UDP,
             "nxt_bad": by_l3(lambda o: hbb[o + 6]) != wire.IPPROTO_UDP,
-            "dport_bad": by_l4(lambda o: be(o + 2, 2)) != wire.ROCE_PORT,
-            "udp_len": by_l4(lambda o: be(o + 4, 2)),
+            "dport_bad": l4(2, 2) != wire.ROCE_PORT,
+            "udp_len": l4(4, 2),
             "tver_bad": bth[1][0:4] != 0,
             "mrver_bad": ext[0][4:8] != wire.MR_VERSION,
             "op_valid": op.valid, "op_payload": op.payload, "op_mr": op.mr,

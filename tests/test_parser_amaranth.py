@@ -427,6 +427,23 @@ def test_lockstep_every_opcode(width):
     run_lockstep(width, cases, seed=width + 21)
 
 
+@pytest.mark.parametrize("old, new", [
+    # the buffer's bytes loaded at every class's beat, not only at the frame's class's
+    ("load = Cat(*[cls_is[cls] & at_beat[(pos + i) // nbytes]", "load = Cat(*[at_beat[(pos + i) // nbytes]"),
+    # the lane of the last class in the lane order whatever the class
+    ("byte = Mux(Cat(*[cls_is[c] for c in classes]).any(),", "byte = Mux(0,"),
+])
+def test_l4_capture_wrong_form_fails(old, new):
+    """MR-HW-101's negative controls: the buffer of the bytes after the UDP header loaded at the
+    beats of every class, or from one lane whatever the class: the lockstep on the opcodes of
+    the four classes fails (the right form passes every opcode's lockstep above and every
+    width's in the slow runs)."""
+    from metaroce.tb.lockstep import Mismatch, wrong_form
+    bad = wrong_form("parser", old, new)
+    with pytest.raises(Mismatch):
+        run_lockstep(64, every_opcode_cases()[:12], seed=85, parser_cls=bad.Parser)
+
+
 def test_meta_queue_takes_block_ram(tmp_path):
     """MR-HW-013, MR-FLOW-026: the meta queue is read through a plain synchronous read port
     (one cycle ahead, at the next head slot), which Yosys's memory_dff merges, so the ECP5
