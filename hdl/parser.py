@@ -381,23 +381,21 @@ class Front(wiring.Component):
             "valid": 1, "payload": 1, "mr": 1, "hits": len(pairs),
             "c_body": 8,                    # UDP + BTH + ICRC + extension headers: ipl - c_body = body
             "pstart": 8})                   # first payload byte
-        op_c = {}
-        for cls, pos in _OP_POS.items():
-            op_c[cls] = Signal(op_layout, name=f"op_{cls[0]}{cls[1]}", reset_less=True)
-            opcode, ld = at_input(pos, 1)
-            with m.If(ld):
-                with m.Switch(opcode):
-                    for op in Op:
-                        with m.Case(int(op)):
-                            hits = [int(op) in EXT_OFFSETS[h][off] for h, off in pairs]
-                            hl = wire.ext_len(op)
-                            m.d.sync += op_c[cls].eq(Cat(
-                                1, int(op in wire.PAYLOAD_OPS), int(op in wire.MR_OPS),
-                                Const(sum(b << i for i, b in enumerate(hits)), len(pairs)),
-                                Const(wire.UDP_HLEN + wire.BTH_LEN + wire.ICRC_LEN + hl, 8),
-                                Const(pos + wire.BTH_LEN + hl, 8)))
-                    with m.Default():
-                        m.d.sync += op_c[cls].eq(0)
+        def load_op(reg, opcode, pstart_base):
+            """``reg`` loaded with the facts of ``opcode``; ``pstart_base(hl)``: the first payload
+            byte after extension headers of ``hl`` bytes."""
+            with m.Switch(opcode):
+                for op in Op:
+                    with m.Case(int(op)):
+                        hits = [int(op) in EXT_OFFSETS[h][off] for h, off in pairs]
+                        hl = wire.ext_len(op)
+                        m.d.sync += reg.eq(Cat(
+                            1, int(op in wire.PAYLOAD_OPS), int(op in wire.MR_OPS),
+                            Const(sum(b << i for i, b in enumerate(hits)), len(pairs)),
+                            Const(wire.UDP_HLEN + wire.BTH_LEN + wire.ICRC_LEN + hl, 8),
+                            pstart_base(hl)))
+                with m.Default():
+                    m.d.sync += reg.eq(0)
 
         d1_valid = Signal()
         d1_data = Signal(width, reset_less=True)
@@ -425,6 +423,7 @@ class Front(wiring.Component):
                   for cls in _OP_POS}
         l4_len = wire.UDP_HLEN + wire.BTH_LEN + wire.MRAH_LEN
         l4_early = min(l4_pos.values()) // nbytes > 17 // nbytes
+        op = Signal(op_layout, name="op_facts", reset_less=True)
         if l4_early:
             assert (max(l4_pos.values()) + l4_len - 1) // nbytes < n_hdr
             cls_is = {cls: (vlan == cls[0]) & (is6 == cls[1]) for cls in l4_pos}
@@ -442,6 +441,19 @@ class Front(wiring.Component):
                              for cls, pos in l4_pos.items()]).any()
                 with m.If(s.tvalid & load):
                     m.d.sync += l4b[i].eq(byte)
+                    if i == wire.UDP_HLEN:
+                        # MR-HW-101: the opcode's facts decoded once, from the byte the buffer
+                        # loads, the first payload byte by the (final) class
+                        load_op(op, byte, lambda hl: _sel4(vlan, is6, *(Const(pos + wire.UDP_HLEN + wire.BTH_LEN + hl, 8)
+                                                                      for pos in l4_pos.values())))
+        else:
+            # Opcode facts at each class's BTH position, selected by class at S1.
+            op_c = {}
+            for cls, pos in _OP_POS.items():
+                op_c[cls] = Signal(op_layout, name=f"op_{cls[0]}{cls[1]}", reset_less=True)
+                opcode, ld = at_input(pos, 1)
+                with m.If(ld):
+                    load_op(op_c[cls], opcode, lambda hl, pos=pos: Const(pos + wire.BTH_LEN + hl, 8))
 
         # ------------------------------------------------------------ S1: store, ICRC, snapshot
 
@@ -467,8 +479,9 @@ class Front(wiring.Component):
 
         ipl = Signal(signed(18))
         l4_end = Signal(signed(19))
-        op = Signal(op_layout)
-        m.d.comb += [ipl.eq(sel(ipl_c)), l4_end.eq(sel(l4e_c)), op.eq(sel_x(op_c))]
+        m.d.comb += [ipl.eq(sel(ipl_c)), l4_end.eq(sel(l4e_c))]
+        if not l4_early:
+            m.d.comb += op.eq(sel_x(op_c))
 
         wr_ptr = Signal(abits)
         store = Signal()

@@ -420,7 +420,8 @@ def test_lockstep_every_opcode(width):
     MetaRoCE READ, atomics, MRSEC and connection opcodes, whose headers the parser passes as
     payload or skips), with extra or missing bytes after its headers and a bad MetaRoCE
     version: the RTL's opcode table (valid, payload, header length) agrees with the model's
-    every cycle, and every outcome is the codec's."""
+    every cycle, and every outcome is the codec's. MR-HW-102: at 64 bits the table is decoded
+    once from MR-HW-101's buffer (the four classes among the opcodes), at 512 bits per class."""
     cases = every_opcode_cases()
     reasons = {c.expect for c in cases}
     assert {Reason.NONE, Reason.LENGTH, Reason.BAD_VERSION} <= reasons, reasons
