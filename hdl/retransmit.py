@@ -178,7 +178,7 @@ def _piece_inc(x, en, piece=8):
     return Cat(*parts)
 
 
-def _counter_bank(m, incs, addr, nbits, piece=8, reset_clears=False):
+def _counter_bank(m, incs, addr, nbits, piece=8):
     """MR-TX-311: ``len(incs)`` counters of ``nbits`` (counter i adds 1 at each edge where
     ``incs[i]`` is set) and the value of counter ``addr`` in this cycle, exact (every increment
     of the edges before). Each counter's low ``piece`` bits are a register of its own; its carry
@@ -187,12 +187,7 @@ def _counter_bank(m, incs, addr, nbits, piece=8, reset_clears=False):
     cycle, writes the row plus 1 and clears the flag (a carry of that edge sets it again). A
     flag is served within ``len(incs)`` edges and the low piece wraps again after ``2**piece``
     increments at the earliest, so one carry a counter is pending at most. The value is the low
-    register, then the row plus the flag (:func:`_piece_inc`).
-
-    ``reset_clears`` (MR-HW-100, the parser's counters, which the reset clears; a LUT RAM keeps
-    its rows): a flag a row, set by the reset, reads its row as 0; the shared increment's visit
-    writes the row (0, or 1 with its carry) and clears the flag, so every row is written within
-    ``len(incs)`` cycles of a reset."""
+    register, then the row plus the flag (:func:`_piece_inc`)."""
     n = len(incs)
     assert n >= 2 and (1 << piece) >= n and nbits > piece
     lows = [Signal(piece, name=f"ctr{i}_low") for i in range(n)]
@@ -203,22 +198,13 @@ def _counter_bank(m, incs, addr, nbits, piece=8, reset_clears=False):
     svc = Signal(range(n), name="ctr_svc")
     m.d.sync += svc.eq(Mux(svc == n - 1, 0, svc + 1))
     served = Signal(n)
-    m.d.comb += [served.eq(pend & (Const(1, n) << svc)), rd_svc.addr.eq(svc), wr.addr.eq(svc)]
-    rd_out_data = rd_out.data
-    if reset_clears:
-        zero = Signal(n, name="ctr_zero", init=(1 << n) - 1)     # the row reads as 0
-        svc_zero = zero.bit_select(svc, 1)
-        m.d.sync += zero.eq(zero & ~(Const(1, n) << svc))
-        m.d.comb += [wr.data.eq(Mux(svc_zero, served.any(), _piece_inc(rd_svc.data, 1, piece))),
-                     wr.en.eq(served.any() | svc_zero)]
-        rd_out_data = Mux(zero.bit_select(addr, 1), 0, rd_out.data)
-    else:
-        m.d.comb += [wr.data.eq(_piece_inc(rd_svc.data, 1, piece)), wr.en.eq(served.any())]
+    m.d.comb += [served.eq(pend & (Const(1, n) << svc)), rd_svc.addr.eq(svc),
+                 wr.addr.eq(svc), wr.data.eq(_piece_inc(rd_svc.data, 1, piece)), wr.en.eq(served.any())]
     wraps = Cat(*(inc & low.all() for inc, low in zip(incs, lows)))
     m.d.sync += pend.eq((pend & ~served) | wraps)
     m.d.sync += [low.eq(low + inc) for inc, low in zip(incs, lows)]
     m.d.comb += rd_out.addr.eq(addr)
-    return Cat(Array(lows)[addr], _piece_inc(rd_out_data, pend.bit_select(addr, 1), piece))
+    return Cat(Array(lows)[addr], _piece_inc(rd_out.data, pend.bit_select(addr, 1), piece))
 
 
 class Retransmit(wiring.Component):

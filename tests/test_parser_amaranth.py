@@ -257,9 +257,9 @@ def test_reset_midstream():
     run_lockstep(64, cases, p_rst=0.01, seed=9, check=False)
 
 
-def _counter_wrap_run(parser_cls=Parser):
-    """600 one-beat truncated frames back to back (the truncated counter's low byte wraps twice),
-    a reset at cycle 400 (the rows in LUT RAM hold 1), then 200 more: every cycle compared, the
+def _counter_run(parser_cls=Parser):
+    """600 one-beat truncated frames back to back, a reset at cycle 400 (the truncated
+    counter's LUT-RAM row holds about 400 then), then 200 more: every cycle compared, the
     counters read at random addresses."""
     short = bytes(range(5))
     cases = [pc.Case(f"trunc5-{i}", short, expect=Reason.TRUNCATED) for i in range(600)]
@@ -267,23 +267,25 @@ def _counter_wrap_run(parser_cls=Parser):
                         parser_cls=parser_cls)
 
 
-def test_counters_wrap_and_reset():
-    """MR-HW-100, MR-HW-060, MR-HW-054: the counter bank's upper pieces (LUT RAM, one shared
-    increment) count past the low byte exactly in every cycle, and a reset clears them (the rows
-    read 0 until the shared increment has written them)."""
-    _counter_wrap_run()
+def test_counters_exact_and_reset():
+    """MR-HW-100, MR-HW-060, MR-HW-054: the counters in LUT RAM (a verdict's read-modify-write of
+    its reason's row) are exact in every cycle, and a reset clears them (the rows read 0 until
+    their first increment after it)."""
+    _counter_run()
 
 
-def test_counters_reset_kept_rows_fails(monkeypatch):
-    """MR-HW-100's negative control: the bank's rows not cleared by the reset (``reset_clears``
-    off) read the old upper pieces after the reset: the lockstep fails."""
-    import metaroce.hdl.parser as parser_mod
-    from metaroce.tb.lockstep import Mismatch
-    bank = parser_mod._counter_bank
-    monkeypatch.setattr(parser_mod, "_counter_bank",
-                        lambda *a, reset_clears, **kw: bank(*a, reset_clears=False, **kw))
+@pytest.mark.parametrize("old, new", [
+    # the row read after the reset as the LUT RAM holds it
+    ("return Mux(zero.bit_select(addr, 1), 0, rd_out.data)", "return rd_out.data"),
+    # the first increment after the reset adds 1 to the row as the LUT RAM holds it
+    ("wr.data.eq(Mux(zero_row, 1,", "wr.data.eq(Mux(0, 1,"),
+])
+def test_counters_reset_kept_rows_fails(old, new):
+    """MR-HW-100's negative controls: a row not read as 0 after the reset, or incremented from
+    what the LUT RAM kept: the lockstep fails on ``reg_data``."""
+    from metaroce.tb.lockstep import Mismatch, wrong_form
     with pytest.raises(Mismatch, match="reg_data"):
-        _counter_wrap_run()
+        _counter_run(wrong_form("parser", old, new).Parser)
 
 
 def test_ones_positions():

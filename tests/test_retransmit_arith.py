@@ -206,7 +206,7 @@ def test_counter_bank_exact_every_cycle():
     for n, nbits, piece, cycles in ((16, 10, 4, 1500), (4, 9, 2, 1500), (16, 64, 8, 700)):
         assert run(_counter_bank, n, nbits, piece, cycles, 5) == [], (n, nbits, piece)
     wrongs = (("m.d.sync += pend.eq((pend & ~served) | wraps)", "m.d.sync += pend.eq((pend | wraps) & ~served)"),
-              ("_piece_inc(rd_out_data, pend.bit_select(addr, 1), piece)", "rd_out_data"))
+              ("_piece_inc(rd_out.data, pend.bit_select(addr, 1), piece)", "rd_out.data"))
     for old, new in wrongs:
         bank = wrong_form("retransmit", old, new)._counter_bank
         assert run(bank, 16, 10, 4, 1500, 5), (old, new)
