@@ -225,8 +225,10 @@ def _counter_ram(m, inc, idx, addr, rows, nbits, piece=16):
     set_val = Signal(len(flags), name="ctr_set_val")
     same = set_en & (set_idx == idx)
     carries = [Mux(same, set_val[j - 1], f.bit_select(idx, 1)) for j, f in enumerate(flags, 1)]
+    # each piece's sum with its carry as a select after the piece's + 1 (the adds start at the
+    # memory's output alone, the carries' forward is not in front of them)
     m.d.comb += [rd_inc.addr.eq(idx), wr.addr.eq(idx), wr.en.eq(inc), rd_out.addr.eq(addr),
-                 wr.data.eq(Mux(zero_row, 1, Cat(*((p + c)[:len(p)]
+                 wr.data.eq(Mux(zero_row, 1, Cat(*(Mux(c, (p + 1)[:len(p)], p)
                                                     for p, c in zip(pieces, [1] + carries)))))]
     # pieces 0..j-1 all ones after this increment: piece 0 one below all ones, 1..j-1 all ones
     # (they change in this increment only if piece 0 wraps, and then piece 0 is 0 after it)
