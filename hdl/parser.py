@@ -1115,8 +1115,10 @@ class Parser(wiring.Component):
         # MR-HW-060: 64-bit counters, one per Reason code.
         # MR-HW-100: the reason counters in LUT RAM, a verdict's read-modify-write of its row
         assert N_REASON_COUNTERS <= OVERFLOW_COUNTER < N_COUNTERS <= 16
+        # 8-bit pieces: a piece's + 1 and its carry's select within 2 LUT levels of the memory
+        # (16-bit pieces: 7 levels in MR-FLOW-010's flow, 5 on main)
         value = _counter_ram(m, verdicts.verdict.valid, verdicts.verdict.payload.reason,
-                             self.reg_addr, 16, COUNTER_BITS)
+                             self.reg_addr, 16, COUNTER_BITS, piece=8)
         if self.drop_on_full:
             # MR-HW-082: frames dropped on overflow, counted when their last beat is in S1 (in
             # the cycle of a verdict too: a register of its own)
