@@ -199,6 +199,50 @@ def _wide_counter(m, name, nbits, inc, chunk=16):
                 m.d.sync += pieces[j].eq(pieces[j] + 1)
     return count
 
+def _counter_ram(m, inc, idx, addr, rows, nbits, piece=16):
+    """MR-HW-100: ``rows`` counters of ``nbits`` in one LUT RAM (``ctr_mem``), counter ``idx``
+    adding 1 at each edge where ``inc`` is set (one counter a cycle), by a read-modify-write of
+    its row in ``piece``-bit pieces (no carry crosses a piece, as :func:`_wide_counter`): piece
+    j adds the row's flag "pieces 0..j-1 all ones" (``ctr_carry{j}``), tested on the row as read
+    at its previous increment (piece 0 one below all ones, the pieces between all ones),
+    registered with that row's index (``ctr_set*``) and written into the flags at the next edge;
+    an increment of the same row in that next cycle takes the registered test instead of its
+    flag. Returns the value of counter ``addr`` in this cycle (the increments of the edges
+    before). A LUT RAM keeps its rows through a reset: the reset sets a flag a row
+    (``ctr_zero``) that reads the row as 0 until its first increment, which writes 1 (selected
+    after the sums) and sets no carry flag."""
+    assert piece >= 2
+    mem = memory.Memory(shape=nbits, depth=rows, init=[])
+    m.submodules.ctr_mem = mem
+    wr = mem.write_port()
+    rd_inc, rd_out = mem.read_port(domain="comb"), mem.read_port(domain="comb")
+    zero = Signal(rows, name="ctr_zero", init=(1 << rows) - 1)
+    zero_row = zero.bit_select(idx, 1)
+    pieces = [rd_inc.data[lo:lo + piece] for lo in range(0, nbits, piece)]
+    flags = [Signal(rows, name=f"ctr_carry{j}") for j in range(1, len(pieces))]
+    # the previous cycle's increment: its row and its tests, written into the flags now
+    set_en, set_idx = Signal(name="ctr_set_en"), Signal.like(idx, name="ctr_set_idx")
+    set_val = Signal(len(flags), name="ctr_set_val")
+    same = set_en & (set_idx == idx)
+    carries = [Mux(same, set_val[j - 1], f.bit_select(idx, 1)) for j, f in enumerate(flags, 1)]
+    # each piece's sum with its carry as a select after the piece's + 1 (the adds start at the
+    # memory's output alone, the carries' forward is not in front of them)
+    m.d.comb += [rd_inc.addr.eq(idx), wr.addr.eq(idx), wr.en.eq(inc), rd_out.addr.eq(addr),
+                 wr.data.eq(Mux(zero_row, 1, Cat(*(Mux(c, (p + 1)[:len(p)], p)
+                                                    for p, c in zip(pieces, [1] + carries)))))]
+    # pieces 0..j-1 all ones after this increment: piece 0 one below all ones, 1..j-1 all ones
+    # (they change in this increment only if piece 0 wraps, and then piece 0 is 0 after it)
+    low_ones_next = pieces[0] == (1 << len(pieces[0])) - 2
+    m.d.sync += [set_en.eq(inc), set_idx.eq(idx),
+                 set_val.eq(Cat(*(~zero_row & low_ones_next & Cat(1, *(p.all() for p in pieces[1:j])).all()
+                                  for j in range(1, len(pieces)))))]
+    with m.If(inc):
+        m.d.sync += zero.eq(zero & ~(Const(1, rows) << idx))
+    with m.If(set_en):
+        m.d.sync += [f.bit_select(set_idx, 1).eq(set_val[j]) for j, f in enumerate(flags)]
+    return Mux(zero.bit_select(addr, 1), 0, rd_out.data)
+
+
 #: Per-frame verdict from the verdict pipeline to the meta output (MR-HW-013, MR-HW-020):
 #: the reason, whether the fields are zeroed (drop before the ICRC), which extension headers
 #: are zeroed, the payload length.
@@ -380,23 +424,21 @@ class Front(wiring.Component):
             "valid": 1, "payload": 1, "mr": 1, "hits": len(pairs),
             "c_body": 8,                    # UDP + BTH + ICRC + extension headers: ipl - c_body = body
             "pstart": 8})                   # first payload byte
-        op_c = {}
-        for cls, pos in _OP_POS.items():
-            op_c[cls] = Signal(op_layout, name=f"op_{cls[0]}{cls[1]}", reset_less=True)
-            opcode, ld = at_input(pos, 1)
-            with m.If(ld):
-                with m.Switch(opcode):
-                    for op in Op:
-                        with m.Case(int(op)):
-                            hits = [int(op) in EXT_OFFSETS[h][off] for h, off in pairs]
-                            hl = wire.ext_len(op)
-                            m.d.sync += op_c[cls].eq(Cat(
-                                1, int(op in wire.PAYLOAD_OPS), int(op in wire.MR_OPS),
-                                Const(sum(b << i for i, b in enumerate(hits)), len(pairs)),
-                                Const(wire.UDP_HLEN + wire.BTH_LEN + wire.ICRC_LEN + hl, 8),
-                                Const(pos + wire.BTH_LEN + hl, 8)))
-                    with m.Default():
-                        m.d.sync += op_c[cls].eq(0)
+        def load_op(reg, opcode, pstart_base):
+            """``reg`` loaded with the facts of ``opcode``; ``pstart_base(hl)``: the first payload
+            byte after extension headers of ``hl`` bytes."""
+            with m.Switch(opcode):
+                for op in Op:
+                    with m.Case(int(op)):
+                        hits = [int(op) in EXT_OFFSETS[h][off] for h, off in pairs]
+                        hl = wire.ext_len(op)
+                        m.d.sync += reg.eq(Cat(
+                            1, int(op in wire.PAYLOAD_OPS), int(op in wire.MR_OPS),
+                            Const(sum(b << i for i, b in enumerate(hits)), len(pairs)),
+                            Const(wire.UDP_HLEN + wire.BTH_LEN + wire.ICRC_LEN + hl, 8),
+                            pstart_base(hl)))
+                with m.Default():
+                    m.d.sync += reg.eq(0)
 
         d1_valid = Signal()
         d1_data = Signal(width, reset_less=True)
@@ -414,6 +456,48 @@ class Front(wiring.Component):
                          d1_last.eq(s.tlast), d1_k.eq(k), d1_user.eq(s.tuser),
                          d1_store.eq(need & fits), d1_rewind.eq(~fits & ~ovf), d1_drop.eq(~fits)]
 
+        # MR-HW-101: the bytes from the UDP header on (UDP, BTH, the extension headers' 48 bytes)
+        # captured by their offset from the class's UDP header as they arrive, so S1 reads them
+        # without the 4-way class select: byte i of the buffer loads at the beat and from the
+        # lane where byte i after the UDP header of the frame's class arrives (at 64 bits two
+        # lanes). The class registers are final by then where every class's UDP header starts
+        # in a beat after the EtherTypes' (widths up to 256 bits); else S1 selects from hb.
+        l4_pos = {cls: 14 + 4 * cls[0] + (wire.IPV6_HLEN if cls[1] else wire.IPV4_HLEN)
+                  for cls in _OP_POS}
+        l4_len = wire.UDP_HLEN + wire.BTH_LEN + wire.MRAH_LEN
+        l4_early = min(l4_pos.values()) // nbytes > 17 // nbytes
+        op = Signal(op_layout, name="op_facts", reset_less=True)
+        if l4_early:
+            assert (max(l4_pos.values()) + l4_len - 1) // nbytes < n_hdr
+            cls_is = {cls: (vlan == cls[0]) & (is6 == cls[1]) for cls in l4_pos}
+            l4b = [Signal(8, name=f"l4b{i}", reset_less=True) for i in range(l4_len)]
+            for i in range(l4_len):
+                by_lane = {}
+                for cls, pos in l4_pos.items():
+                    by_lane.setdefault((pos + i) % nbytes, []).append(cls)
+                lanes = sorted(by_lane.items())
+                byte = s.tdata.word_select(lanes[-1][0], 8)
+                for lane, classes in lanes[:-1]:
+                    byte = Mux(Cat(*[cls_is[c] for c in classes]).any(),
+                               s.tdata.word_select(lane, 8), byte)
+                load = Cat(*[cls_is[cls] & at_beat[(pos + i) // nbytes]
+                             for cls, pos in l4_pos.items()]).any()
+                with m.If(s.tvalid & load):
+                    m.d.sync += l4b[i].eq(byte)
+                    if i == wire.UDP_HLEN:
+                        # MR-HW-101: the opcode's facts decoded once, from the byte the buffer
+                        # loads, the first payload byte by the (final) class
+                        load_op(op, byte, lambda hl: _sel4(vlan, is6, *(Const(pos + wire.UDP_HLEN + wire.BTH_LEN + hl, 8)
+                                                                      for pos in l4_pos.values())))
+        else:
+            # Opcode facts at each class's BTH position, selected by class at S1.
+            op_c = {}
+            for cls, pos in _OP_POS.items():
+                op_c[cls] = Signal(op_layout, name=f"op_{cls[0]}{cls[1]}", reset_less=True)
+                opcode, ld = at_input(pos, 1)
+                with m.If(ld):
+                    load_op(op_c[cls], opcode, lambda hl, pos=pos: Const(pos + wire.BTH_LEN + hl, 8))
+
         # ------------------------------------------------------------ S1: store, ICRC, snapshot
 
         def sel_x(c):
@@ -428,13 +512,19 @@ class Front(wiring.Component):
         def by_l3(fn):
             return Mux(vlan, fn(18), fn(14))
 
-        def by_l4(fn):
-            return _sel4(vlan, is6, fn(34), fn(38), fn(54), fn(58))
+        def l4(off, n=1, ext_sel=False):
+            """Big-endian value of the ``n`` bytes ``off`` after the class's UDP header
+            (MR-HW-101's buffer, or hb by class; ``ext_sel``: hb selected by the inverted copies)."""
+            if l4_early:
+                return _be(l4b[off:off + n])
+            c = {cls: _be(hbb[pos + off:pos + off + n]) for cls, pos in l4_pos.items()}
+            return sel_x(c) if ext_sel else sel(c)
 
         ipl = Signal(signed(18))
         l4_end = Signal(signed(19))
-        op = Signal(op_layout)
-        m.d.comb += [ipl.eq(sel(ipl_c)), l4_end.eq(sel(l4e_c)), op.eq(sel_x(op_c))]
+        m.d.comb += [ipl.eq(sel(ipl_c)), l4_end.eq(sel(l4e_c))]
+        if not l4_early:
+            m.d.comb += op.eq(sel_x(op_c))
 
         wr_ptr = Signal(abits)
         store = Signal()
@@ -466,9 +556,8 @@ class Front(wiring.Component):
 
         # Fields of the snapshot, selected by class; absent headers and drops are zeroed at
         # the output (MR-HW-011/012).
-        bth = [by_l4(lambda o, i=i: hbb[o + 8 + i]) for i in range(wire.BTH_LEN)]
-        ext = [_sel4(~n_vlan, ~n_is6, hbb[34 + 20 + i], hbb[38 + 20 + i], hbb[54 + 20 + i],
-                     hbb[58 + 20 + i]) for i in range(wire.MRAH_LEN)]
+        bth = [l4(wire.UDP_HLEN + i) for i in range(wire.BTH_LEN)]
+        ext = [l4(wire.UDP_HLEN + wire.BTH_LEN + i, ext_sel=True) for i in range(wire.MRAH_LEN)]
         hits = {pair: op.hits[i] for i, pair in enumerate(pairs)}
         has = {}
         fields = {}
@@ -497,7 +586,7 @@ class Front(wiring.Component):
                    "ttl": Mux(is6, by_l3(lambda o: hbb[o + 7]), by_l3(lambda o: hbb[o + 8])),
                    "ident": Mux(is6, 0, by_l3(lambda o: be(o + 4, 2))),
                    "flow_label": Mux(is6, tc6[0:20], 0), "src": ipsrc, "dst": ipdst},
-            "udp": {"sport": by_l4(lambda o: be(o, 2))},
+            "udp": {"sport": l4(0, 2)},
             "bth": {"opcode": bth[0], "se": bth[1][7], "mig": bth[1][6], "pad": pad,
                     "tver": bth[1][0:4], "pkey": _be(bth[2:4]), "fecn": bth[4][7],
                     "becn": bth[4][6], "dest_qp": _be(bth[5:8]), "ack_req": bth[8][7],
@@ -522,8 +611,8 @@ class Front(wiring.Component):
             "frag_bad": by_l3(lambda o: be(o + 6, 2))[:14] != 0,
             "proto_bad": by_l3(lambda o: hbb[o + 9]) != wire.IPPROTO_UDP,
             "nxt_bad": by_l3(lambda o: hbb[o + 6]) != wire.IPPROTO_UDP,
-            "dport_bad": by_l4(lambda o: be(o + 2, 2)) != wire.ROCE_PORT,
-            "udp_len": by_l4(lambda o: be(o + 4, 2)),
+            "dport_bad": l4(2, 2) != wire.ROCE_PORT,
+            "udp_len": l4(4, 2),
             "tver_bad": bth[1][0:4] != 0,
             "mrver_bad": ext[0][4:8] != wire.MR_VERSION,
             "op_valid": op.valid, "op_payload": op.payload, "op_mr": op.mr,
@@ -1024,15 +1113,18 @@ class Parser(wiring.Component):
 
         # S7: counters (MR-HW-060) and their read port.
         # MR-HW-060: 64-bit counters, one per Reason code.
-        cnt = [_wide_counter(m, f"cnt{i}", COUNTER_BITS, verdicts.verdict.valid & (verdicts.verdict.payload.reason == i))
-               for i in range(N_REASON_COUNTERS)]
+        # MR-HW-100: the reason counters in LUT RAM, a verdict's read-modify-write of its row
+        assert N_REASON_COUNTERS <= OVERFLOW_COUNTER < N_COUNTERS <= 16
+        # 8-bit pieces: a piece's + 1 and its carry's select within 2 LUT levels of the memory
+        # (16-bit pieces: 7 levels in MR-FLOW-010's flow, 5 on main)
+        value = _counter_ram(m, verdicts.verdict.valid, verdicts.verdict.payload.reason,
+                             self.reg_addr, 16, COUNTER_BITS, piece=8)
         if self.drop_on_full:
-            # MR-HW-082: frames dropped on overflow, counted when their last beat is in S1.
-            cnt.append(_wide_counter(m, f"cnt{OVERFLOW_COUNTER}", COUNTER_BITS,
-                                     front.overflow))
-        else:
-            cnt.append(Const(0, COUNTER_BITS))
-        assert len(cnt) == N_COUNTERS
-        m.d.sync += self.reg_data.eq(Mux(self.reg_addr < N_COUNTERS, Array(cnt)[self.reg_addr], 0))
+            # MR-HW-082: frames dropped on overflow, counted when their last beat is in S1 (in
+            # the cycle of a verdict too: a register of its own)
+            ovf_cnt = _wide_counter(m, f"cnt{OVERFLOW_COUNTER}", COUNTER_BITS, front.overflow)
+            value = Mux(self.reg_addr == OVERFLOW_COUNTER, ovf_cnt, value)
+        # rows N_REASON_COUNTERS.. are never written: they read 0 (address 9 without drop_on_full)
+        m.d.sync += self.reg_data.eq(value)
 
         return m

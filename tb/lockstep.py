@@ -924,7 +924,9 @@ def wrong_form(module: str, old: str, new: str):
     mod = types.ModuleType(f"metaroce.hdl._{module}_wrong")
     mod.__package__ = "metaroce.hdl"
     mod.__source__ = src.replace(old, new)      # source_closure hashes this, not the file
-    exec(compile(mod.__source__, spec.origin, "exec"), mod.__dict__)
+    # dont_inherit: not this file's ``from __future__ import annotations`` (a component's
+    # signature annotations must be evaluated, as on a plain import)
+    exec(compile(mod.__source__, spec.origin, "exec", dont_inherit=True), mod.__dict__)
     return mod
 
 

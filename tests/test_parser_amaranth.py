@@ -42,15 +42,17 @@ def _ports(dut):
 
 
 def run_lockstep(width, cases, *, seed=0, p_idle=0.2, p_bp=0.3, max_frame=9216, vcd=None,
-                 check=True, on_cycle=None, p_rst=0.0, crc_impl="xor", drop_on_full=False, **kw):
+                 check=True, on_cycle=None, p_rst=0.0, crc_impl="xor", drop_on_full=False, rst_cycles=(),
+                 parser_cls=Parser, **kw):
     """Drive RTL and model with the same inputs; compare all outputs every cycle (MR-HW-070).
 
     The parser's one stack: cases and traffic driver from models/parser_cases.py, the
     lockstep core of tb/lockstep.py (:func:`drive_amaranth`).  Returns the driver's results.
     Raises :class:`Mismatch` naming the cycle, the signal, expected and actual values and
-    the last input beats.
+    the last input beats. ``rst_cycles``: cycles with ``rst`` set (beside ``p_rst``'s);
+    ``parser_cls``: the RTL's class (a wrong form's, for negative controls).
     """
-    dut = Parser(width, max_frame=max_frame, crc_impl=crc_impl, drop_on_full=drop_on_full)
+    dut = parser_cls(width, max_frame=max_frame, crc_impl=crc_impl, drop_on_full=drop_on_full)
     top = Module()
     top.domains.sync = cd = ClockDomain()
     top.submodules.dut = dut
@@ -62,7 +64,12 @@ def run_lockstep(width, cases, *, seed=0, p_idle=0.2, p_bp=0.3, max_frame=9216, 
     drv = pc.Driver(width, cases, seed=seed, p_idle=p_idle, p_bp=p_bp, **kw)
     ins, outs = model_port_lists(model)
     core = Core(model, ins, outs, {n: len(v) for n, v in sig.items()}, on_cycle=on_cycle)
-    extra = (lambda: {"rst": int(rst_rng.random() < p_rst)}) if p_rst > 0 else None
+    rst_at, cycle = set(rst_cycles), [0]
+
+    def extra():
+        cycle[0] += 1
+        return {"rst": int(cycle[0] - 1 in rst_at or rst_rng.random() < p_rst)}
+    extra = extra if p_rst > 0 or rst_at else None
     sim = Simulator(top)
     sim.add_clock(1e-8)
     drive_amaranth(sim, core, drv, sig, busy=model.busy, extra_inputs=extra)
@@ -250,6 +257,37 @@ def test_reset_midstream():
     run_lockstep(64, cases, p_rst=0.01, seed=9, check=False)
 
 
+def _counter_run(parser_cls=Parser):
+    """600 one-beat truncated frames back to back, a reset at cycle 400 (the truncated
+    counter's LUT-RAM row holds about 400 then), then 200 more: every cycle compared, the
+    counters read at random addresses."""
+    short = bytes(range(5))
+    cases = [pc.Case(f"trunc5-{i}", short, expect=Reason.TRUNCATED) for i in range(600)]
+    return run_lockstep(64, cases, p_idle=0, p_bp=0, seed=3, rst_cycles=(400,), check=False,
+                        parser_cls=parser_cls)
+
+
+def test_counters_exact_and_reset():
+    """MR-HW-100, MR-HW-060, MR-HW-054: the counters in LUT RAM (a verdict's read-modify-write of
+    its reason's row) are exact in every cycle, and a reset clears them (the rows read 0 until
+    their first increment after it)."""
+    _counter_run()
+
+
+@pytest.mark.parametrize("old, new", [
+    # the row read after the reset as the LUT RAM holds it
+    ("return Mux(zero.bit_select(addr, 1), 0, rd_out.data)", "return rd_out.data"),
+    # the first increment after the reset adds 1 to the row as the LUT RAM holds it
+    ("wr.data.eq(Mux(zero_row, 1,", "wr.data.eq(Mux(0, 1,"),
+])
+def test_counters_reset_kept_rows_fails(old, new):
+    """MR-HW-100's negative controls: a row not read as 0 after the reset, or incremented from
+    what the LUT RAM kept: the lockstep fails on ``reg_data``."""
+    from metaroce.tb.lockstep import Mismatch, wrong_form
+    with pytest.raises(Mismatch, match="reg_data"):
+        _counter_run(wrong_form("parser", old, new).Parser)
+
+
 def test_ones_positions():
     """MR-HW-040: the ones positions (fed as ones at 64 and 128 bits) are exactly those of
     models/icrc.mask_variant_fields plus the seed, for every class and frame; the wider feed
@@ -384,11 +422,29 @@ def test_lockstep_every_opcode(width):
     MetaRoCE READ, atomics, MRSEC and connection opcodes, whose headers the parser passes as
     payload or skips), with extra or missing bytes after its headers and a bad MetaRoCE
     version: the RTL's opcode table (valid, payload, header length) agrees with the model's
-    every cycle, and every outcome is the codec's."""
+    every cycle, and every outcome is the codec's. MR-HW-102: at 64 bits the table is decoded
+    once from MR-HW-101's buffer (the four classes among the opcodes), at 512 bits per class."""
     cases = every_opcode_cases()
     reasons = {c.expect for c in cases}
     assert {Reason.NONE, Reason.LENGTH, Reason.BAD_VERSION} <= reasons, reasons
     run_lockstep(width, cases, seed=width + 21)
+
+
+@pytest.mark.parametrize("old, new", [
+    # the buffer's bytes loaded at every class's beat, not only at the frame's class's
+    ("load = Cat(*[cls_is[cls] & at_beat[(pos + i) // nbytes]", "load = Cat(*[at_beat[(pos + i) // nbytes]"),
+    # the lane of the last class in the lane order whatever the class
+    ("byte = Mux(Cat(*[cls_is[c] for c in classes]).any(),", "byte = Mux(0,"),
+])
+def test_l4_capture_wrong_form_fails(old, new):
+    """MR-HW-101's negative controls: the buffer of the bytes after the UDP header loaded at the
+    beats of every class, or from one lane whatever the class: the lockstep on the opcodes of
+    the four classes fails (the right form passes every opcode's lockstep above and every
+    width's in the slow runs)."""
+    from metaroce.tb.lockstep import Mismatch, wrong_form
+    bad = wrong_form("parser", old, new)
+    with pytest.raises(Mismatch):
+        run_lockstep(64, every_opcode_cases()[:12], seed=85, parser_cls=bad.Parser)
 
 
 def test_meta_queue_takes_block_ram(tmp_path):

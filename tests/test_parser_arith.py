@@ -3,10 +3,10 @@ the counters in pieces (MR-HW-060) and the carry-free sum compare of the IPv4 ch
 (MR-WIRE-023)."""
 import random
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import ClockDomain, Module, Signal
 from amaranth.sim import Simulator
 
-from metaroce.hdl.parser import _sum_is, _wide_counter
+from metaroce.hdl.parser import _counter_ram, _sum_is, _wide_counter
 
 
 def test_counter_in_pieces_counts_and_wraps():
@@ -31,6 +31,71 @@ def test_counter_in_pieces_counts_and_wraps():
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
     sim.run()
+
+
+def _run_counter_ram(counter_ram, rows, nbits, piece, cycles, seed):
+    """Counters of ``_counter_ram`` against Python integers every cycle at a random read address:
+    one random counter (or none) incremented a cycle, runs of one counter, and resets. Returns the
+    first (cycle, address) that differs, or None."""
+    rng = random.Random(seed)
+    m = Module()
+    m.domains.sync = cd = ClockDomain()
+    inc, idx, addr = Signal(), Signal(range(rows)), Signal(range(rows))
+    value = Signal(nbits)
+    m.d.comb += value.eq(counter_ram(m, inc, idx, addr, rows, nbits, piece))
+    bad, wraps = [], [0]
+
+    async def bench(ctx):
+        want, hot = [0] * rows, 0
+        for t in range(cycles):
+            a = rng.randrange(rows)
+            ctx.set(addr, a)
+            if ctx.get(value) != want[a]:
+                bad.append((t, a))
+                return
+            if t % 97 == 0:
+                hot = rng.randrange(rows)
+            x = rng.random() < 0.8
+            i = hot if rng.random() < 0.8 else rng.randrange(rows)
+            ctx.set(inc, x)
+            ctx.set(idx, i)
+            if t % 1009 == 1008:                # a reset clears every counter
+                ctx.set(cd.rst, 1)
+                await ctx.tick()
+                ctx.set(cd.rst, 0)
+                want = [0] * rows
+                continue
+            await ctx.tick()
+            if x:
+                wraps[0] += want[i] == (1 << nbits) - 1
+                want[i] = (want[i] + 1) % (1 << nbits)
+
+    sim = Simulator(m)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    assert bad or wraps[0] or nbits > 16         # the small counters wrapped
+    return bad[0] if bad else None
+
+
+def test_counter_ram_exact_every_cycle():
+    """MR-HW-100: the counters in LUT RAM (a read-modify-write of one row a cycle, in pieces whose
+    carries are flags set at the row's previous increment) equal plain counters in every cycle at
+    every read address, across piece boundaries, through the wrap and after resets (small pieces,
+    so all happen quickly); wrong forms fail: a piece's carry flag from the pieces below all ones
+    (one increment late), the zero flag not read after a reset, the carry flags set from the
+    row the LUT RAM kept through a reset, the registered tests not forwarded to an increment of
+    the same row in the next cycle."""
+    from metaroce.tb.lockstep import wrong_form
+    for rows, nbits, piece in ((16, 6, 2), (4, 7, 3), (16, 64, 16)):
+        assert _run_counter_ram(_counter_ram, rows, nbits, piece, 4000, 5) is None, (rows, nbits, piece)
+    wrongs = (("low_ones_next = pieces[0] == (1 << len(pieces[0])) - 2", "low_ones_next = pieces[0].all()"),
+              ("return Mux(zero.bit_select(addr, 1), 0, rd_out.data)", "return rd_out.data"),
+              ("set_val.eq(Cat(*(~zero_row & low_ones_next", "set_val.eq(Cat(*(low_ones_next"),
+              ("same = set_en & (set_idx == idx)", "same = 0"))
+    for old, new in wrongs:
+        bad = wrong_form("parser", old, new)._counter_ram
+        assert _run_counter_ram(bad, 16, 6, 2, 4000, 5) is not None, (old, new)
 
 
 def test_sum_compare_without_carry():

@@ -52,9 +52,10 @@ def unit(ages=True):
                       verdict_health=u.verdict_health)
 
 
-def src_line(attrs, fname="retransmit.py"):
+def src_line(attrs, fname=None):
     """The first ``fname:LINE`` of a cell's ``src`` (else the first source named), as
-    ``(file, line)``."""
+    ``(file, line)``; ``fname`` defaults to the probed file's name (``RTX_PY``)."""
+    fname = fname or RTX_PY.name
     srcs = [s for s in attrs.get("src", "").split("|") if s]
     for s in srcs:
         if f"/{fname}:" in s or s.startswith(fname + ":"):
@@ -76,9 +77,13 @@ def mapped(work):
     subprocess.run([*synth.yosys_command(), "-q", "-l", "map.log", "-s", "map.ys"], cwd=work, check=True)
 
 
-def gates(work):
+def gates(work, drop_init=False):
+    """``drop_init``: the wires' ``init`` dropped after ``proc`` (a gate count, not a netlist: the
+    parser's flattened registers meet a constant init and an undefined one, which ``opt_clean``
+    rejects)."""
     (work / "gates.ys").write_text("\n".join([
-        "read_rtlil design.il", f"hierarchy -top {TOP}", "proc", "flatten", "opt -fast", "wreduce",
+        "read_rtlil design.il", f"hierarchy -top {TOP}", "proc",
+        *(["setattr -unset init w:*"] if drop_init else []), "flatten", "opt -fast", "wreduce",
         "opt_clean", "memory -nomap", "opt -fast", "techmap", "opt -fast -purge", "opt_clean -purge",
         "write_json gates.json"]) + "\n")
     subprocess.run([*synth.yosys_command(), "-q", "-l", "gates.log", "-s", "gates.ys"], cwd=work,
@@ -90,7 +95,7 @@ GATE_WEIGHT = {"$_MUX_": 1.0, "$_NMUX_": 1.0, "$_NOT_": 0.0}   # others (2-input
 
 def source(work):
     """hdl/retransmit.py as it was elaborated (its copy in ``work``)."""
-    return (work / "retransmit.py") if (work / "retransmit.py").exists() else RTX_PY
+    return (work / RTX_PY.name) if (work / RTX_PY.name).exists() else RTX_PY
 
 
 def report_mapped(work):
@@ -108,7 +113,7 @@ def report_mapped(work):
             by[src_line(cell.get("attributes", {}))] += 1
     print(f"\nCCU2C by source line ({sum(by.values()):,}; 2 bits a cell):")
     for (f, line), n in by.most_common():
-        src = lines[line - 1].strip()[:88] if f == "retransmit.py" and line else ""
+        src = lines[line - 1].strip()[:88] if f == RTX_PY.name and line else ""
         print(f"{n:5}  {f}:{line}  {src}")
     sinks = by_sink(net)
     print("\nLUT4 by the first flip-flop or memory port they feed (a LUT shared by several counted "
@@ -177,7 +182,7 @@ def report_gates(work):
         if not typ.startswith("$_") or typ == "$_NOT_":
             continue
         f, line = src_line(cell.get("attributes", {}))
-        part = section_of(line, secs) if f == "retransmit.py" and line else f"other: {f}"
+        part = section_of(line, secs) if f == RTX_PY.name and line else f"other: {f}"
         if "DFF" in typ or "DLATCH" in typ:
             ffs[part] += 1
             continue
@@ -195,7 +200,7 @@ def report_gates(work):
     print("\nheaviest lines:")
     lines = source(work).read_text().splitlines()
     for (f, line), w in by_line.most_common(40):
-        src = lines[line - 1].strip()[:88] if f == "retransmit.py" and line else ""
+        src = lines[line - 1].strip()[:88] if f == RTX_PY.name and line else ""
         print(f"{w:8,.0f}  {f}:{line}  {src}")
 
 
@@ -208,7 +213,7 @@ def main(argv):
         platform = None if "--no-platform" in argv else ECP5
         (work / "design.il").write_text(rtlil.convert(unit(ages="--ages-off" not in argv), name=TOP,
                                                       emit_src=True, platform=platform))
-        (work / "retransmit.py").write_text(RTX_PY.read_text())     # the lines the report names
+        (work / RTX_PY.name).write_text(RTX_PY.read_text())     # the lines the report names
         gates(work)
         if "--no-map" not in argv:
             mapped(work)
