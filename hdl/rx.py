@@ -126,6 +126,62 @@ def _rotate(m, value, amount, *, left, name="rot"):
     return value
 
 
+#: MR-RX-298: the ring rotator's stages in multipliers (ECP5 MULT18X18D), no LUT muxes for them:
+#: 0 all stages 2:1 muxes (MR-RX-013's form), 1 the four low stages (a turn by 0..15) in one
+#: multiplier per 16 bits, 2 also the next four (a turn by 16 x 0..15) in one per 16 bits of the
+#: ring's bit-planes. The same function (a rotate), fewer LUT4s (docs/hw/rx-results.md, rxa38).
+ROT_DSP = 2
+#: MR-RX-298: the bits one multiplier turns (a 16 x 17 unsigned product fits a MULT18X18D)
+ROT_DSP_CHUNK = 16
+
+
+def _rotr_chunks_mul(m, value, amount, name):
+    """MR-RX-298: ``value`` (a multiple of 16 bits) rotated right by ``amount`` (4 bits, 0..15),
+    one multiply a 16-bit chunk: chunk ``i`` times ``2 ** (16 - amount)`` puts its bits from
+    ``amount`` up in the product's high half, and chunk ``i + 1``'s product's low half holds the
+    bits that come in above them; the two halves never overlap, so an OR joins them."""
+    c = ROT_DSP_CHUNK
+    n = len(value) // c
+    assert len(value) == n * c and len(amount) == 4
+    scale = Signal(c + 1, name=f"{name}_scale")
+    m.d.comb += scale.eq(Const(1 << c, c + 1) >> amount)
+    prods = []
+    for i in range(n):
+        p = Signal(2 * c + 1, name=f"{name}_p{i}")
+        m.d.comb += p.eq(value[c * i:c * i + c] * scale)
+        prods.append(p)
+    return Cat(*[prods[(i + 1) % n][:c] | prods[i][c:2 * c] for i in range(n)])
+
+
+def _rotate_right_dsp(m, value, amount, *, name):
+    """MR-RX-298: ``_rotate(m, value, amount, left=False)``, the turn by ``amount``'s low four bits
+    in multipliers (:func:`_rotr_chunks_mul`), with ``ROT_DSP == 2`` also the turn by 16 x its
+    next four bits: bit ``b`` of each 16-bit word makes a plane (``len(value) // 16`` bits, one
+    per word), each plane turned by those four bits in multipliers as well; the bits above as
+    2:1 mux stages (:func:`_rotate`)."""
+    c = ROT_DSP_CHUNK
+    x = Signal(len(value), name=f"{name}_lo")
+    m.d.comb += x.eq(_rotr_chunks_mul(m, value, amount[:4], f"{name}_lo"))
+    if ROT_DSP < 2:
+        for k in range(4, len(amount)):       # the stages above: 2:1 muxes, turns of 16, 32, ..
+            stage = Signal(len(value), name=f"{name}{k}")
+            m.d.comb += stage.eq(Mux(amount[k], x.rotate_right((1 << k) % len(value)), x))
+            x = stage
+        return x
+    words = len(value) // c
+    out = [None] * len(value)
+    for b in range(c):
+        plane = Cat(*[x[c * w + b] for w in range(words)])
+        turned = _rotr_chunks_mul(m, plane, amount[4:8], f"{name}_pl{b}")
+        for k in range(8, len(amount)):       # a turn of 256 x 2 ** (k - 8): the plane by 16 x ..
+            stage = Signal(words, name=f"{name}_pl{b}_{k}")
+            m.d.comb += stage.eq(Mux(amount[k], turned.rotate_right((c << (k - 8)) % words), turned))
+            turned = stage
+        for w in range(words):
+            out[c * w + b] = turned[w]
+    return Cat(*out)
+
+
 LIMB = 16
 
 
@@ -1337,7 +1393,12 @@ class Rx(wiring.Component):
         # is `rot_amt`, S5's cum outside the hold and sl_cum in it, so H1 and H4 take the output
         # as it is (without ROT_AMT: S5's cum, sl_cum + sl_step in both turns, and H1 and H4 turn
         # the output left by sl_step, 512 2:1 muxes).
-        ring_rot_in = _rotate(m, s5_ring, rot_amt if ROT_AMT else s5_cum[:9], left=False, name="ring_rot")
+        ring_amt = rot_amt if ROT_AMT else s5_cum[:9]
+        if ROT_DSP:
+            # MR-RX-298: its low stages in multipliers (the same rotate, about 3,100 fewer LUT4s)
+            ring_rot_in = _rotate_right_dsp(m, s5_ring, ring_amt, name="ring_rot")
+        else:
+            ring_rot_in = _rotate(m, s5_ring, ring_amt, left=False, name="ring_rot")
         m.d.comb += ring_rot.eq(ring_rot_in)
         # the SACK: the ring from cum + 1 (MR-RX-013)
         s5_sack = ring_rot[1:P.SACK_BITS + 1]
