@@ -125,11 +125,17 @@ class HeadRegFIFO(wiring.Component):
     a cycle ahead; the head register takes that read at a pop, or the written entry when the
     write lands on the next head's slot. ``r_data`` and ``r_rdy`` are flip-flops, and so is
     ``w_rdy`` (MR-TX-073: ``level != depth`` after the edge, so a writer's decision starts at
-    a flip-flop, not at a comparison of ``level``)."""
+    a flip-flop, not at a comparison of ``level``).
 
-    def __init__(self, *, width, depth):
+    ``block=True`` (MR-HW-095): the ring a block RAM (``ram_style="block"``) read through a
+    synchronous port transparent to the write, addressed with the next head's slot after this
+    cycle's pop, so its data in a cycle is the slot after the head as written up to the last edge
+    (the LUT-RAM form's combinational read). The reader's ``r_en`` still reaches the block RAM's
+    address, but from ``r_data``'s flip-flops, not from the block RAM's output."""
+
+    def __init__(self, *, width, depth, block=False):
         assert depth >= 2
-        self.width, self.depth = width, depth
+        self.width, self.depth, self.block = width, depth, bool(block)
         super().__init__({
             "w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
             "r_data": Out(width), "r_en": In(1), "r_rdy": Out(1),
@@ -139,8 +145,10 @@ class HeadRegFIFO(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         depth = self.depth
-        m.submodules.storage = ring = memory.Memory(shape=self.width, depth=depth, init=[])
-        wr, rd = ring.write_port(), ring.read_port(domain="comb")
+        m.submodules.storage = ring = memory.Memory(
+            shape=self.width, depth=depth, init=[], attrs={"ram_style": "block"} if self.block else None)
+        wr = ring.write_port()
+        rd = ring.read_port(transparent_for=(wr,)) if self.block else ring.read_port(domain="comb")
         w_ptr = Signal(range(depth))
         r_next = Signal(range(depth), init=1)      # the slot after the head's
         head, nonempty = Signal(self.width), Signal()
@@ -158,7 +166,7 @@ class HeadRegFIFO(wiring.Component):
         m.d.comb += [self.w_rdy.eq(w_rdy), self.r_rdy.eq(nonempty),
                      self.r_data.eq(head),
                      wr.en.eq(do_w), wr.addr.eq(w_ptr), wr.data.eq(self.w_data),
-                     rd.addr.eq(r_next)]
+                     rd.addr.eq(Mux(do_r, step(r_next), r_next) if self.block else r_next)]
         with m.If(do_w):
             m.d.sync += w_ptr.eq(step(w_ptr))
         with m.If(do_r):
@@ -221,8 +229,8 @@ class HeadRegQueue(Elaboratable, FIFOInterface):
                      r_port.addr.eq(consume), r_port.en.eq(issue),
                      self.collision.eq(r_port.en & w_port.en & (r_port.addr == w_port.addr))]
         # straight into the registers (behind a word landing from the block RAM): nothing older
-        # kept in the block RAM or read from it, and room
-        direct = do_write & (unread == 0) & ~issue & (occ + landing < n_h)
+        # kept in the block RAM (a word read this cycle is still counted in `unread`), and room
+        direct = do_write & (unread == 0) & (occ + landing < n_h)
         keep = do_write & ~direct
         arrive = landing + direct
         slot = occ - do_read                         # where a landing word goes; a direct one after it
