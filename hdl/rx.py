@@ -511,7 +511,7 @@ class Rx(wiring.Component):
         m.submodules.steer_q = steer_q = fifo.SyncFIFO(width=steer_entry.size, depth=FIFO_DEPTH)
         m.submodules.cqe_q = cqe_q = HeadRegFIFO(width=lay.cqe_bundle.size, depth=FIFO_DEPTH, block=True)   # MR-RX-290
         # MR-RX-131: the response items of READ requests, one bundle per delivery as m_cqe's
-        m.submodules.rsp_q = rsp_q = SyncQueue(width=lay.rsp_bundle.size, depth=FIFO_DEPTH)   # MR-RX-288
+        m.submodules.rsp_q = rsp_q = HeadRegFIFO(width=lay.rsp_bundle.size, depth=FIFO_DEPTH, block=True)   # MR-RX-290
         # MR-RX-155: the atomics' execution items, likewise
         m.submodules.atom_q = atom_q = fifo.SyncFIFO(width=lay.atom_bundle.size, depth=FIFO_DEPTH)
         # MR-RX-001: the per-stream tables hold `streams` rows per connection (index bits sb)
