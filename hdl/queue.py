@@ -11,6 +11,12 @@ is the slot at that cycle's read pointer as written up to the last edge: ``SyncF
 the same edge: Yosys adds a register of the written word and a 2:1 mux a bit for that (about 1
 LUT4 a bit against 1.5 TRELLIS_COMB a bit of 16-deep LUT RAM, 6 a bit of 64-deep).
 
+``HeadRegQueue`` (MR-HW-092/093) and ``HeadRegFIFO(block=True)`` (MR-HW-095) take ``r_data`` from
+flip-flops with the storage in block RAM, so a reader whose ``r_en`` depends on ``r_data`` no
+longer starts at the block RAM's clock to out; ``HeadRegQueue``'s block RAM is read from
+flip-flops only (three heads, about 4 TRELLIS_COMB a bit), ``HeadRegFIFO``'s is addressed with
+the next head's slot after the pop (one head, about 1 a bit; MR-HW-096).
+
 ``late=True`` is a negative control only (MR-HW-085): the read not transparent, so a word
 written into an empty queue shows a cycle late.
 

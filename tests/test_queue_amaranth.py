@@ -1,6 +1,7 @@
 """``hdl/queue.py``'s queues against Amaranth's, cycle for cycle, by one driver: ``SyncQueue``
 (MR-HW-083..086; 086 the figures of docs/hw/probes/rxq36_queue_ecp5.py), ``HeadRegQueue``
-(MR-HW-092..094) and ``HeadRegFIFO`` (hw-tx.md MR-TX-065, MR-TX-073, MR-TX-265) against
+(MR-HW-092..094; MR-HW-096 the figures of docs/hw/probes/qt38_queue_ecp5.py) and ``HeadRegFIFO``
+(hw-tx.md MR-TX-065, MR-TX-073, MR-TX-265; MR-HW-095 its block-RAM form) against
 ``lib.fifo.SyncFIFO``, ``BufferedQueue``
 (MR-HW-088) against ``lib.fifo.SyncFIFOBuffered``, each with its wrong forms (MR-HW-087)."""
 import random
@@ -149,7 +150,8 @@ def _first_mismatch(kind, width, depth, seed, wrong=None, stop=True):
 @pytest.mark.parametrize("kind,width,depth", [(k, w, d) for k, shapes in SHAPES.items() for w, d in shapes])
 def test_queue_same_cycles_as_sync_fifo(kind, width, depth):
     """MR-HW-083, MR-HW-084, MR-HW-087 (SyncQueue); MR-TX-065, MR-TX-073, MR-TX-265 (HeadRegFIFO; MR-HW-095 its block-RAM form);
-    MR-HW-088 (BufferedQueue); MR-HW-092, MR-HW-094 (HeadRegQueue, ``r_data`` while ``r_rdy``): the queue's outputs equal its reference's and cycle model's every
+    MR-HW-088 (BufferedQueue); MR-HW-092, MR-HW-094 (HeadRegQueue, ``r_data`` while ``r_rdy``):
+    the queue's outputs equal its reference's and cycle model's every
     cycle (``r_data`` while empty too, ``w_rdy`` against ``level != depth``; BufferedQueue's against
     SyncFIFOBuffered's, ``r_data`` while not valid too), none following the cycle's inputs, under random
     writes and reads that fill it, drain it, and write into it empty or with one entry popped."""
@@ -162,7 +164,7 @@ def test_queue_same_cycles_as_sync_fifo(kind, width, depth):
 
 @pytest.mark.parametrize("kind,wrong", list(WRONG))
 def test_queue_wrong_form_fails(kind, wrong):
-    """MR-HW-085, MR-HW-087 (negative controls): each wrong form of each queue fails the
+    """MR-HW-085, MR-HW-087, MR-HW-094, MR-HW-095 (negative controls): each wrong form of each queue fails the
     comparison of ``test_queue_same_cycles_as_sync_fifo``, on the output it breaks, at a 16-deep
     and a 2-deep shape (HeadRegQueue: a 4-deep one, the least that reaches its block RAM)."""
     for width, depth in ((8, 16), (6, 4) if kind == "head_reg_queue" else (4, 2)):

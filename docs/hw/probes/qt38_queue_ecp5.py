@@ -1,4 +1,4 @@
-"""qt38 (MR-HW-092..095): one queue alone on the ECP5 with the build's flow (area37_queue_ecp5.py's
+"""qt38 (MR-HW-096): one queue alone on the ECP5 with the build's flow (area37_queue_ecp5.py's
 run: synth_ecp5 -noiopad -nowidelut, MR-FLOW-026's memory policy, nextpnr's packing), in the forms
 ``fifo`` (``lib.fifo.SyncFIFO``), ``bypass`` (``SyncQueue``), ``headreg`` (``HeadRegQueue``),
 ``headblock`` (``HeadRegFIFO(block=True)``), with a reader whose ``r_en`` depends on ``r_data``
