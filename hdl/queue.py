@@ -153,8 +153,11 @@ class HeadRegFIFO(wiring.Component):
         depth = self.depth
         m.submodules.storage = ring = memory.Memory(
             shape=self.width, depth=depth, init=[], attrs={"ram_style": "block"} if self.block else None)
-        wr = ring.write_port()
-        rd = ring.read_port(transparent_for=(wr,)) if self.block else ring.read_port(domain="comb")
+        if self.block:
+            wr = ring.write_port()
+            rd = ring.read_port(transparent_for=(wr,))
+        else:
+            wr, rd = ring.write_port(), ring.read_port(domain="comb")
         w_ptr = Signal(range(depth))
         r_next = Signal(range(depth), init=1)      # the slot after the head's
         head, nonempty = Signal(self.width), Signal()
