@@ -11,6 +11,12 @@ is the slot at that cycle's read pointer as written up to the last edge: ``SyncF
 the same edge: Yosys adds a register of the written word and a 2:1 mux a bit for that (about 1
 LUT4 a bit against 1.5 TRELLIS_COMB a bit of 16-deep LUT RAM, 6 a bit of 64-deep).
 
+``HeadRegQueue`` (MR-HW-092/093) and ``HeadRegFIFO(block=True)`` (MR-HW-095) take ``r_data`` from
+flip-flops with the storage in block RAM, so a reader whose ``r_en`` depends on ``r_data`` no
+longer starts at the block RAM's clock to out; ``HeadRegQueue``'s block RAM is read from
+flip-flops only (three heads, about 4 TRELLIS_COMB a bit), ``HeadRegFIFO``'s is addressed with
+the next head's slot after the pop (one head, about 1 a bit; MR-HW-096).
+
 ``late=True`` is a negative control only (MR-HW-085): the read not transparent, so a word
 written into an empty queue shows a cycle late.
 
@@ -23,7 +29,7 @@ from amaranth.lib import memory, wiring
 from amaranth.lib.fifo import FIFOInterface
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["BufferedQueue", "HeadRegFIFO", "SyncQueue"]
+__all__ = ["BufferedQueue", "HeadRegFIFO", "HeadRegQueue", "SyncQueue"]
 
 
 def _incr(ptr, depth):
@@ -125,11 +131,17 @@ class HeadRegFIFO(wiring.Component):
     a cycle ahead; the head register takes that read at a pop, or the written entry when the
     write lands on the next head's slot. ``r_data`` and ``r_rdy`` are flip-flops, and so is
     ``w_rdy`` (MR-TX-073: ``level != depth`` after the edge, so a writer's decision starts at
-    a flip-flop, not at a comparison of ``level``)."""
+    a flip-flop, not at a comparison of ``level``).
 
-    def __init__(self, *, width, depth):
+    ``block=True`` (MR-HW-095): the ring a block RAM (``ram_style="block"``) read through a
+    synchronous port transparent to the write, addressed with the next head's slot after this
+    cycle's pop, so its data in a cycle is the slot after the head as written up to the last edge
+    (the LUT-RAM form's combinational read). The reader's ``r_en`` still reaches the block RAM's
+    address, but from ``r_data``'s flip-flops, not from the block RAM's output."""
+
+    def __init__(self, *, width, depth, block=False):
         assert depth >= 2
-        self.width, self.depth = width, depth
+        self.width, self.depth, self.block = width, depth, bool(block)
         super().__init__({
             "w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
             "r_data": Out(width), "r_en": In(1), "r_rdy": Out(1),
@@ -139,8 +151,13 @@ class HeadRegFIFO(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         depth = self.depth
-        m.submodules.storage = ring = memory.Memory(shape=self.width, depth=depth, init=[])
-        wr, rd = ring.write_port(), ring.read_port(domain="comb")
+        m.submodules.storage = ring = memory.Memory(
+            shape=self.width, depth=depth, init=[], attrs={"ram_style": "block"} if self.block else None)
+        if self.block:
+            wr = ring.write_port()
+            rd = ring.read_port(transparent_for=(wr,))
+        else:
+            wr, rd = ring.write_port(), ring.read_port(domain="comb")
         w_ptr = Signal(range(depth))
         r_next = Signal(range(depth), init=1)      # the slot after the head's
         head, nonempty = Signal(self.width), Signal()
@@ -158,7 +175,7 @@ class HeadRegFIFO(wiring.Component):
         m.d.comb += [self.w_rdy.eq(w_rdy), self.r_rdy.eq(nonempty),
                      self.r_data.eq(head),
                      wr.en.eq(do_w), wr.addr.eq(w_ptr), wr.data.eq(self.w_data),
-                     rd.addr.eq(r_next)]
+                     rd.addr.eq(Mux(do_r, step(r_next), r_next) if self.block else r_next)]
         with m.If(do_w):
             m.d.sync += w_ptr.eq(step(w_ptr))
         with m.If(do_r):
@@ -172,4 +189,81 @@ class HeadRegFIFO(wiring.Component):
         with m.Elif(do_r):
             m.d.sync += head.eq(rd.data)
         m.d.sync += nonempty.eq(Mux(do_r, (level != 1) | do_w, nonempty | do_w))
+        return m
+
+
+class HeadRegQueue(Elaboratable, FIFOInterface):
+    """MR-HW-092: ``SyncFIFO(width=, depth=)``'s ports and cycles (``w_rdy``, ``r_rdy``, ``level``,
+    ``w_level``, ``r_level`` every cycle; ``r_data`` whenever ``r_rdy``), its storage a block RAM
+    (``ram_style="block"``, MR-FLOW-028's collision mark) whose read address and enable are
+    flip-flops: the head and the next two entries sit in registers ``h0..h2`` (``r_data`` is
+    ``h0``), refilled from the block RAM by reads issued a cycle ahead, so no path runs from the
+    block RAM's data through the reader's ``r_en`` back to its address (MR-HW-093). A word
+    written while the block RAM holds nothing unread and no read is in flight goes straight
+    into the registers (readable in the next cycle, as in ``SyncFIFO``) when they have room."""
+
+    #: registers ahead of the block RAM: a pop's refill is issued the next cycle and lands two
+    #: cycles later, so three cover a pop every cycle (MR-HW-092)
+    HEADS = 3
+
+    def __init__(self, *, width, depth):
+        if depth < 1:
+            raise ValueError(f"depth must be at least 1, not {depth!r}")
+        super().__init__(width=width, depth=depth)
+        self.level = Signal(range(depth + 1))
+        # MR-HW-092: an enabled read of the row written this cycle (for the tests: never set;
+        # no load, so synthesis drops it)
+        self.collision = Signal()
+
+    def elaborate(self, platform):
+        m = Module()
+        depth, n_h = self.depth, self.HEADS
+        heads = [Signal(self.width, name=f"h{i}") for i in range(n_h)]
+        occ = Signal(range(n_h + 1))                 # entries in h0..h2
+        w_rdy = Signal(init=1)
+        r_rdy = Signal()
+        m.d.comb += [self.w_rdy.eq(w_rdy), self.r_rdy.eq(r_rdy), self.r_data.eq(heads[0]),
+                     self.w_level.eq(self.level), self.r_level.eq(self.level)]
+        do_read, do_write = r_rdy & self.r_en, w_rdy & self.w_en
+        # the block RAM: every taken word is written at `produce`, which moves on only when the
+        # word is kept there (not taken into the registers)
+        ring = max(2, depth)
+        m.submodules.storage = storage = memory.Memory(shape=self.width, depth=ring, init=[],
+                                                        attrs=BUFFERED_ATTRS)
+        w_port, r_port = storage.write_port(), storage.read_port(domain="sync")
+        produce, consume = Signal(range(ring)), Signal(range(ring))
+        unread = Signal(range(ring + 1))             # words kept in the block RAM, not yet read
+        issue, landing = Signal(), Signal()          # a read this cycle; its word on the port
+        m.d.comb += [w_port.addr.eq(produce), w_port.data.eq(self.w_data), w_port.en.eq(do_write),
+                     r_port.addr.eq(consume), r_port.en.eq(issue),
+                     self.collision.eq(r_port.en & w_port.en & (r_port.addr == w_port.addr))]
+        # straight into the registers (behind a word landing from the block RAM): nothing older
+        # kept in the block RAM (a word read this cycle is still counted in `unread`), and room
+        direct = do_write & (unread == 0) & (occ + landing < n_h)
+        keep = do_write & ~direct
+        arrive = landing + direct
+        slot = occ - do_read                         # where a landing word goes; a direct one after it
+        for i, h in enumerate(heads):
+            with m.If(landing & (slot == i)):
+                m.d.sync += h.eq(r_port.data)
+            with m.Elif(direct & (slot + landing == i)):
+                m.d.sync += h.eq(self.w_data)
+            if i + 1 < n_h:
+                with m.Elif(do_read):
+                    m.d.sync += h.eq(heads[i + 1])
+        occ_n = Signal.like(occ)
+        unread_n = Signal.like(unread)
+        level_n = Signal.like(self.level)
+        m.d.comb += [occ_n.eq(occ - do_read + arrive), unread_n.eq(unread + keep - issue),
+                     level_n.eq(self.level + do_write - do_read)]
+        with m.If(keep):
+            m.d.sync += produce.eq(_incr(produce, ring))
+        with m.If(issue):
+            m.d.sync += consume.eq(_incr(consume, ring))
+        # MR-HW-093: the next cycle's read, from this cycle's state: a word is kept and the
+        # registers have room for it after the read in flight lands
+        m.d.sync += [occ.eq(occ_n), unread.eq(unread_n), self.level.eq(level_n),
+                     landing.eq(issue),
+                     issue.eq((unread_n != 0) & (occ_n + issue < n_h)),
+                     r_rdy.eq(level_n != 0), w_rdy.eq(level_n != depth)]
         return m

@@ -52,7 +52,7 @@ from ..models.rx import (ACK_DELAY_RESET, GEN_BITS, TIME_BITS, TIMER_DEPTH, ACK_
                          payload_layout)
 from ..models.wire import Op
 from .muxes import pick as _pick
-from .queue import SyncQueue
+from .queue import HeadRegFIFO, SyncQueue
 
 #: MR-RX-125: the hold cycle (the value of ``hold``) in which sl_row takes the slow record's
 #: new row from the path table's write register: H1, the hold's first cycle, the one cycle
@@ -565,9 +565,9 @@ class Rx(wiring.Component):
         opd_row_bits = cb + lay.stream_bits + (n_slots - 1).bit_length()
         steer_entry = data.StructLayout({"keep": 1, "cap": 1, "row": max(1, opd_row_bits), "mark": CAP_COUNT_BITS})
         m.submodules.steer_q = steer_q = fifo.SyncFIFO(width=steer_entry.size, depth=FIFO_DEPTH)
-        m.submodules.cqe_q = cqe_q = SyncQueue(width=lay.cqe_bundle.size, depth=FIFO_DEPTH)   # MR-RX-288
+        m.submodules.cqe_q = cqe_q = HeadRegFIFO(width=lay.cqe_bundle.size, depth=FIFO_DEPTH, block=True)   # MR-RX-290
         # MR-RX-131: the response items of READ requests, one bundle per delivery as m_cqe's
-        m.submodules.rsp_q = rsp_q = SyncQueue(width=lay.rsp_bundle.size, depth=FIFO_DEPTH)   # MR-RX-288
+        m.submodules.rsp_q = rsp_q = HeadRegFIFO(width=lay.rsp_bundle.size, depth=FIFO_DEPTH, block=True)   # MR-RX-290
         # MR-RX-155: the atomics' execution items, likewise
         m.submodules.atom_q = atom_q = fifo.SyncFIFO(width=lay.atom_bundle.size, depth=FIFO_DEPTH)
         # MR-RX-001: the per-stream tables hold `streams` rows per connection (index bits sb)

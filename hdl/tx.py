@@ -61,7 +61,7 @@ from .cwnd import Cwnd
 from .dma_read import DmaRead, axi4_read_signature
 from .frame_builder import FrameBuilder
 from .parser import _wide_counter, axis_signature
-from .queue import HeadRegFIFO, SyncQueue
+from .queue import HeadRegFIFO
 from .retransmit import Retransmit
 from .tx_pace import PacedTxSched
 from .tx_sched import TxSched
@@ -154,7 +154,7 @@ class TxJoin(wiring.Component):
         # (9 bits a slot: block RAM saved 31 COMB there, rxq36; the register head is for timing)
         m.submodules.ids = ids = HeadRegFIFO(width=lay.sched.fail.size, depth=self.id_depth)
         # MR-TX-192: the payload sources (block RAM, MR-TX-346), pushed with the command for a frame with payload
-        m.submodules.srcq = srcq = SyncQueue(width=SRC_LAYOUT.size, depth=self.id_depth)
+        m.submodules.srcq = srcq = HeadRegFIFO(width=SRC_LAYOUT.size, depth=self.id_depth, block=True)   # MR-TX-400
         take = s1_valid & cmd_free & desc_free & ids.w_rdy & srcq.w_rdy
         s1_free = ~s1_valid | take
         # MR-TX-229: a skid register before S1; s_frame.ready is its emptiness (a flip-flop),

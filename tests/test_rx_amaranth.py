@@ -160,7 +160,8 @@ def test_window_and_bad_inputs(width, shape):
 def test_random_traffic(seed):
     """MR-RX-020..033, MR-RX-040..044, MR-RX-050, MR-RX-060, MR-RX-061: a random mix over every connection and path with rows rewritten between
     packets (keys revoked, paths reopened), backpressure on every output. MR-RX-289: with the
-    output queues in block RAM (MR-RX-288)."""
+    output queues in block RAM (MR-RX-288). MR-RX-291: ``cqe_q``'s and ``rsp_q``'s heads in
+    registers (MR-RX-290)."""
     s = rc.Setup(*SMALL, seed=seed)
     cases = rc.within_slots(s, rc.random_traffic(s, 150))          # MR-RX-183
     run_lockstep(64 if seed % 2 else 256, s, cases, seed=seed, p_idle=0.2, p_bp=0.4)

@@ -291,7 +291,7 @@ def run_data(width, reqs, mem_layout, tmpls, *, rtl, seed=0, image=None, **kw):
 
 def test_data_path_lockstep_64():
     """MR-TX-102, MR-TX-120..124, MR-TX-151, MR-TX-347 (the join's queues in block RAM,
-    MR-TX-346): the join stage, the DMA and the frame builder on
+    MR-TX-346), MR-TX-401 (``srcq``'s head in a register, MR-TX-400): the join stage, the DMA and the frame builder on
     random frame requests (every connection and path, payloads of any length and alignment),
     idle inputs, backpressure on ``m_axis``, random AXI latency and gaps: 0 mismatches at 64
     bits; each frame is the frame builder's bytes of the join stage's descriptor with the host
