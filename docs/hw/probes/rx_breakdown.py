@@ -74,6 +74,13 @@ def main(argv):
                  chunk_ring=ENGINE_CHUNK_WINDOW, cfg_sack=ENGINE_CFG_SACK)
     else:
         dut = blocks.get(name).component_factory()(width)
+    gate_netlist(dut, name, work)
+    report(name, width, work)
+
+
+def gate_netlist(dut, name, work):
+    """``dut`` as Yosys's generic gates before ABC (flattened, memories kept), with the source
+    lines as ``src`` attributes: ``work/gates.json`` (also tx_breakdown.py's)."""
     text = rtlil.convert(dut, name=name, emit_src=True)
     (work / "design.il").write_text(text)
     (work / "gates.ys").write_text("\n".join([
@@ -82,7 +89,6 @@ def main(argv):
         "tee -q -o stat.txt stat", "write_json gates.json"]) + "\n")
     subprocess.run([*synth.yosys_command(), "-q", "-l", "gates.log", "-s", "gates.ys"], cwd=work,
                    check=True)
-    report(name, width, work)
 
 
 def report(name, width, work):

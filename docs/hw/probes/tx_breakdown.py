@@ -11,21 +11,19 @@ import collections
 import importlib.util
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
-from amaranth.back import rtlil
-
 from metaroce import blocks
-from metaroce.sim import synth
 
 HDL = Path(__file__).resolve().parents[3] / "hdl"
 _spec = importlib.util.spec_from_file_location("tx_engine_ecp5", Path(__file__).with_name("tx_engine_ecp5.py"))
 tx_engine_ecp5 = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(tx_engine_ecp5)
-
-GATE_WEIGHT = {"$_MUX_": 1.0, "$_NMUX_": 1.0, "$_NOT_": 0.0}   # others (2-input): 1/3
+_spec = importlib.util.spec_from_file_location("rx_breakdown", Path(__file__).with_name("rx_breakdown.py"))
+rx_breakdown = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(rx_breakdown)
+GATE_WEIGHT = rx_breakdown.GATE_WEIGHT
 
 
 def main(argv):
@@ -37,14 +35,7 @@ def main(argv):
     work = Path(keep) if keep else blocks.scratch_dir() / f"tx_breakdown_{name}"
     work.mkdir(parents=True, exist_ok=True)
     if not ("--reuse" in argv and (work / "gates.json").exists()):
-        text = rtlil.convert(tx_engine_ecp5.part(name), name=name, emit_src=True)
-        (work / "design.il").write_text(text)
-        (work / "gates.ys").write_text("\n".join([
-            "read_rtlil design.il", f"hierarchy -top {name}", "proc", "flatten", "opt -fast", "wreduce",
-            "opt_clean", "memory -nomap", "opt -fast", "techmap", "opt -fast -purge", "opt_clean -purge",
-            "tee -q -o stat.txt stat", "write_json gates.json"]) + "\n")
-        subprocess.run([*synth.yosys_command(), "-q", "-l", "gates.log", "-s", "gates.ys"], cwd=work,
-                       check=True)
+        rx_breakdown.gate_netlist(tx_engine_ecp5.part(name), name, work)
     report(name, work)
 
 
