@@ -54,16 +54,28 @@ def section_of(line, secs):
 GATE_WEIGHT = {"$_MUX_": 1.0, "$_NMUX_": 1.0, "$_NOT_": 0.0}   # others (2-input): 1/3
 
 
-def main(argv):
+def cli(argv):
+    """The breakdown probes' command line (also tx_breakdown.py's): the positional arguments and
+    ``--keep DIR``'s directory (or ``None``)."""
     args = [a for a in argv[1:] if not a.startswith("--")]
     keep = argv[argv.index("--keep") + 1] if "--keep" in argv else None
-    if keep:
-        args = [a for a in args if a != keep]
+    return ([a for a in args if a != keep] if keep else args), keep
+
+
+def work_dir(argv, keep, default):
+    """The netlist's directory (``--keep``'s, else ``default`` in the scratch directory) and
+    whether ``--reuse`` takes the netlist already there."""
+    work = Path(keep) if keep else blocks.scratch_dir() / default
+    work.mkdir(parents=True, exist_ok=True)
+    return work, "--reuse" in argv and (work / "gates.json").exists()
+
+
+def main(argv):
+    args, keep = cli(argv)
     name = args[0] if args else "rx_256x4"
     width = int(args[1]) if len(args) > 1 else 64
-    work = Path(keep) if keep else blocks.scratch_dir() / f"rx_breakdown_{name}_{width}"
-    work.mkdir(parents=True, exist_ok=True)
-    if "--reuse" in argv and (work / "gates.json").exists():
+    work, reuse = work_dir(argv, keep, f"rx_breakdown_{name}_{width}")
+    if reuse:
         return report(name, width, work)
     if name == "engine":   # the RX at the whole engine's parameters (engine_rx_ecp5.py's)
         from metaroce.hdl.rx import Rx

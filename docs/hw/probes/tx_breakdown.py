@@ -14,8 +14,6 @@ import re
 import sys
 from pathlib import Path
 
-from metaroce import blocks
-
 HDL = Path(__file__).resolve().parents[3] / "hdl"
 _spec = importlib.util.spec_from_file_location("tx_engine_ecp5", Path(__file__).with_name("tx_engine_ecp5.py"))
 tx_engine_ecp5 = importlib.util.module_from_spec(_spec)
@@ -27,14 +25,10 @@ GATE_WEIGHT = rx_breakdown.GATE_WEIGHT
 
 
 def main(argv):
-    args = [a for a in argv[1:] if not a.startswith("--")]
-    keep = argv[argv.index("--keep") + 1] if "--keep" in argv else None
-    if keep:
-        args = [a for a in args if a != keep]
+    args, keep = rx_breakdown.cli(argv)
     name = args[0] if args else "sched"
-    work = Path(keep) if keep else blocks.scratch_dir() / f"tx_breakdown_{name}"
-    work.mkdir(parents=True, exist_ok=True)
-    if not ("--reuse" in argv and (work / "gates.json").exists()):
+    work, reuse = rx_breakdown.work_dir(argv, keep, f"tx_breakdown_{name}")
+    if not reuse:
         rx_breakdown.gate_netlist(tx_engine_ecp5.part(name), name, work)
     report(name, work)
 
