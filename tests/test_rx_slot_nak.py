@@ -265,9 +265,8 @@ def test_rtl_responder_resources(p_idle, p_bp):
     resource in S5 in the second's S4 cycle) and with idle cycles and backpressure, then random
     READ and atomic requests with frees among them; 0 mismatches, outputs and counters as the
     packet model says (RNR NAKs before the sequence state, the resends accepted after the
-    frees). Negative control: the same RTL against a cycle model without the bound mismatches."""
+    frees). Its negative control (slow): test_rtl_responder_resources_catch_unbounded_model."""
     from test_rx_amaranth import run_lockstep
-    from metaroce.tb.lockstep import Mismatch
     _, s = rc.endpoint_setup(*DIMS, seed=5, n_streams=1, max_rx_msgs=MSG_SLOTS, max_rd_atomic=1)
     cases = rc.resource_cases(s) + rc.resource_cases(s, conn=1) + rc.resource_cases(s)
     res = run_lockstep(64, s, cases, seed=4, p_idle=p_idle, p_bp=p_bp, max_rd_atomic=1)
@@ -276,19 +275,24 @@ def test_rtl_responder_resources(p_idle, p_bp):
     res = run_lockstep(64, s2, rc.random_resource_traffic(s2, 24, p_free=0.1), seed=6, p_idle=p_idle, p_bp=p_bp,
                        max_rd_atomic=1)
     assert res["counters"][RxCode.RNR] > 0 and res["collided"]["rsc"] >= 0
-    if p_idle == 0.0:
-        import test_rx_amaranth as ta
-        from metaroce.hdl.rx import Rx
-        from metaroce.models.rx import RxCycleModel
-        from metaroce.tb.lockstep import AmaranthSim
-        lay = s.lay
-        dut = Rx(64, conns=lay.conns, paths=lay.paths, keys=lay.keys, streams=lay.streams, max_rd_atomic=1)
-        model = RxCycleModel(64, lay.conns, lay.paths, lay.keys, streams=lay.streams)
-        s3 = rc.Setup(*DIMS, seed=5, n_streams=1)
-        drv = rc.make_driver(64, s3, rc.resource_cases(s3), seed=4, p_idle=0.0, p_bp=0.0)
-        with pytest.raises((Mismatch, AssertionError)):
-            core, _ = ta.run_rx(AmaranthSim(dut), model, drv)
-            assert core.mismatches == 0
+
+
+def test_rtl_responder_resources_catch_unbounded_model():
+    """MR-RX-188 (negative control of test_rtl_responder_resources): the same RTL (``max_rd_atomic``
+    1) against a cycle model without the bound mismatches on the resource cases."""
+    import test_rx_amaranth as ta
+    from metaroce.hdl.rx import Rx
+    from metaroce.models.rx import RxCycleModel
+    from metaroce.tb.lockstep import AmaranthSim, Mismatch
+    _, s = rc.endpoint_setup(*DIMS, seed=5, n_streams=1, max_rx_msgs=MSG_SLOTS, max_rd_atomic=1)
+    lay = s.lay
+    dut = Rx(64, conns=lay.conns, paths=lay.paths, keys=lay.keys, streams=lay.streams, max_rd_atomic=1)
+    model = RxCycleModel(64, lay.conns, lay.paths, lay.keys, streams=lay.streams)
+    s3 = rc.Setup(*DIMS, seed=5, n_streams=1)
+    drv = rc.make_driver(64, s3, rc.resource_cases(s3), seed=4, p_idle=0.0, p_bp=0.0)
+    with pytest.raises((Mismatch, AssertionError)):
+        core, _ = ta.run_rx(AmaranthSim(dut), model, drv)
+        assert core.mismatches == 0
 
 
 @pytest.mark.slow       # a Verilator build of its own instance (tens of minutes on the loaded machine)
