@@ -573,23 +573,31 @@ class TxSched(wiring.Component):
             m.d.comb += nl.addr.eq(e)
             return _named(m, nl.data.lastnb, name)
 
-        def last_terms(value, tag):
-            """MR-TXS-046: the report's LAST term and bytes (MR-TXS-034) on this cycle's state."""
-            r = data.View(lay.report, value)
-            e = _named(m, rep_index(r)[0], f"l_e_{tag}")
-            nl = nl_mem.read_port(domain="comb")                   # MR-TXS-375
+        def nl_read(value, tag):
+            """MR-TXS-375: the report's entry's ``nchm1``/``lastnb`` (``nl_mem``'s read) on this
+            cycle's state, the LAST term's operands (MR-TXS-046)."""
+            e = _named(m, rep_index(data.View(lay.report, value))[0], f"l_e_{tag}")
+            nl = nl_mem.read_port(domain="comb")
             m.d.comb += nl.addr.eq(e)
-            last = _named(m, r.chunk == nl.data.nchm1, f"l_last_{tag}")
-            return last, Mux(last, nl.data.lastnb, mtu)
+            return _named(m, nl.data.as_value(), f"l_nl_{tag}")
+
+        def last_terms(r, nl_value, tag):
+            """MR-TXS-385: the LAST term and bytes (MR-TXS-034) of the boundary register's
+            report ``r`` from its registered ``nl_mem`` read: the compare after the register."""
+            nl = data.View(nl_lay, nl_value)
+            last = _named(m, r.chunk == nl.nchm1, f"{tag}_last")
+            return last, _named(m, Mux(last, nl.lastnb, mtu), f"{tag}_nb")
 
         # MR-TXS-046: the boundary registers. s_acked's is loaded every cycle and always taken
-        # next; s_resend's holds its report until taken, its LAST term and bytes read again
-        # every cycle (a refill while it waits changes them)
-        ba_valid, ba, ba_last, ba_nb = Signal(), Signal(lay.report), Signal(), Signal(nb_w)
-        br_valid, br, br_last, br_nb = Signal(), Signal(lay.report), Signal(), Signal(nb_w)
-        pa_last, pa_nb = last_terms(self.s_acked.payload.as_value(), "pa")
+        # next; s_resend's holds its report until taken, its LAST term's operands read again
+        # every cycle (a refill while it waits changes them). MR-TXS-385: each holds its entry's
+        # nl_mem read, not the compare's result
+        ba_valid, ba, ba_nl = Signal(), Signal(lay.report), Signal(nl_lay, name="ba_nl")
+        br_valid, br, br_nl = Signal(), Signal(lay.report), Signal(nl_lay, name="br_nl")
         m.d.sync += [ba_valid.eq(self.s_acked.valid), ba.eq(self.s_acked.payload),
-                     ba_last.eq(pa_last), ba_nb.eq(pa_nb)]
+                     ba_nl.eq(nl_read(self.s_acked.payload.as_value(), "pa"))]
+        ba_last, ba_nb = last_terms(ba, ba_nl.as_value(), "ba")
+        br_last, br_nb = last_terms(br, br_nl.as_value(), "br")
         acked_valid = ba_valid
 
         # MR-TXS-053: each boundary register's entry's next_chunk, a register beside it loaded
@@ -712,10 +720,8 @@ class TxSched(wiring.Component):
         m.d.sync += sk_valid.eq(src_valid & ~br_free)
         with m.If(~sk_valid):
             m.d.sync += sk.eq(self.s_resend.payload)
-        pr_last, pr_nb = last_terms(src, "pr")
-        hr_last, hr_nb = last_terms(br.as_value(), "hr")
         m.d.sync += [br_valid.eq(load_r | (br_valid & ~take_resend)),
-                     br_last.eq(Mux(load_r, pr_last, hr_last)), br_nb.eq(Mux(load_r, pr_nb, hr_nb)),
+                     br_nl.eq(Mux(load_r, nl_read(src, "pr"), nl_read(br.as_value(), "hr"))),
                      # MR-TXS-055: a held report's entry's next_chunk is br_next itself
                      br_next.eq(Mux(load_r, next_after(src, "pr"),
                                     after_edge(_named(m, rep_index(br)[0], "n_e_hr"), br_next,
