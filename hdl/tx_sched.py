@@ -679,7 +679,9 @@ class TxSched(wiring.Component):
         wb_valid, wb_e, wb_conn = Signal(), Signal(len(r_e)), Signal(cb)
         wb_b, wb_ahead, wb_base = Signal(W), Signal(wb + 1), Signal(chunk_w)
         fwd = _named(m, wb_valid & (wb_e == r_e), "fwd")
-        r_ahead = _named(m, Mux(fwd, wb_ahead, read(e_ahead, r_e, "e_ahead_r")), "r_ahead")
+        # MR-TXS-386: r_e's `ahead` (the pending window's when it names r_e) is a register loaded
+        # with the report at its intake (below), not a 16-way read after rr
+        r_ahead = Signal(wb + 1, name="r_ahead")
         r_bits = _named(m, Mux(fwd, wb_b, win_read(bits_mem, r_e, "e_bits_r")), "r_bits")
         r_base = Mux(fwd, wb_base, win_read(base_mem, r_e, "e_base_r"))
         a_in = _named(m, rr_dist <= r_ahead, "a_in")
@@ -1271,7 +1273,9 @@ class TxSched(wiring.Component):
         r_hot = _named(m, Const(1, W) << r_chunk[:wb], "r_lnq_hot")
         lq_hot = _named(m, Const(1, W) << lq_j, "lq_hot")
         for e in range(E):
-            with m.If(lost_act & r_full & (r_e == e)):
+            # MR-TXS-387: lost_act at its own entry: that entry's `fail`, not the 16-way read
+            lost_e = rep_act & rr_lost & ~rr_was_acked & ~e_fail[e]
+            with m.If(lost_e & r_full & (r_e == e)):
                 m.d.sync += e_lnq[e].eq(e_lnq[e] | r_hot)
             with m.If((ack_act & a_in & (r_e == e)) | (fill & (lq_e == e))):
                 m.d.sync += e_lnq[e].eq(e_lnq[e] & ~Mux(busy, r_hot, lq_hot))
@@ -1314,6 +1318,14 @@ class TxSched(wiring.Component):
         i_kill = comp_act & (comp_e == i_e)
         i_hit = new_act & (g_e == i_e)
         busy_n = _named(m, acked_valid | take_resend, "busy_n")
+        # MR-TXS-386: r_ahead of the next cycle: this report's window when it names the intake's
+        # entry (it is the pending window then, MR-TXS-036), else that entry's `ahead` after
+        # this edge (its writes' order: the window's move, a refill, a new chunk)
+        ia_new, ia_refill = edge_flags(i_e, "ia")
+        ia_now = read(e_ahead, i_e, "e_ahead_i")
+        ia_after = Mux(ia_new, (ia_now + 1)[:wb + 1],
+                       Mux(ia_refill, 0, Mux(wb_valid & (wb_e == i_e), ahead_moved, ia_now)))
+        m.d.sync += r_ahead.eq(Mux(ack_act & (r_e == i_e), r_ahead, ia_after))
         m.d.sync += [rr_valid.eq(busy_n), rr_lost.eq(~acked_valid), rr.eq(inc),
                      rr_ok.eq(i_["base"] & ~i_kill & (i_["sent"] | (i_["next"] & i_hit))),
                      rr_last.eq(Mux(acked_valid, ba_last, br_last)),

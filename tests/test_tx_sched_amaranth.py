@@ -1642,3 +1642,29 @@ def test_lut_ram_copy_wrong_forms_fail(wrong):
     else:
         assert_wrong_form_fails(COPY_WRONG[wrong], tc.traffic(TxSchedModel(**SMALL), 40, seed=1),
                                 1, p_cwnd=0.2, cwnd_hi=8000)
+
+
+# MR-TXS-385/386's wrong forms (txr39), loaded in place of the RTL by replacing its text in
+# hdl/tx_sched.py: the resend boundary register's operands never taken from the loaded report;
+# r_ahead's register without the forward, without the window's move, without the new chunk
+LAST_AHEAD_WRONG = {
+    "loaded_report_not_read": ('br_nl.eq(Mux(load_r, nl_read(src, "pr"), nl_read(br.as_value(), "hr")))',
+                               'br_nl.eq(nl_read(br.as_value(), "hr"))'),
+    "ahead_fwd_left_out": ("r_ahead.eq(Mux(ack_act & (r_e == i_e), r_ahead, ia_after))",
+                           "r_ahead.eq(ia_after)"),
+    "ahead_move_left_out": ("Mux(wb_valid & (wb_e == i_e), ahead_moved, ia_now)", "ia_now"),
+    "ahead_new_left_out": ("Mux(ia_new, (ia_now + 1)[:wb + 1],", "Mux(0, (ia_now + 1)[:wb + 1],"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong", sorted(LAST_AHEAD_WRONG))
+def test_last_ahead_registers_wrong_forms_fail(wrong):
+    """MR-TXS-385/386 (negative controls, MR-TXS-388): the resend boundary register's LAST
+    operands read at the held report when a report is loaded, and the report's `ahead` register
+    without the pending window's forward, without the window's move or without the new chunk's
+    + 1, each mismatches its model on ``test_lockstep_random``'s traffic (seed 1, losses), which
+    the RTL as built passes with 0 mismatches (MR-TXS-385..387: ``test_lockstep_random`` and the
+    scheduler's other locksteps)."""
+    assert_wrong_form_fails(LAST_AHEAD_WRONG[wrong], tc.traffic(TxSchedModel(**SMALL), 40, seed=1),
+                            1, p_cwnd=0.2, cwnd_hi=8000)
