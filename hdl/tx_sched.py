@@ -897,7 +897,10 @@ class TxSched(wiring.Component):
                       # MR-TXS-171: br's window registers and the state they stand for
                       "br_wbase": br_wbase, "br_wbits": br_wbits, "br_wfwd": br_wfwd,
                       "base": e_base, "bits": e_bits, "wb_valid": wb_valid, "wb_e": wb_e,
-                      "lnq": e_lnq, "lq_valid": lq_valid}
+                      "lnq": e_lnq, "lq_valid": lq_valid,
+                      # MR-TXS-385/386: the registers and the state they stand for
+                      "ba_nl": ba_nl, "br_nl": br_nl, "nchm1": e_nchm1, "lastnb": e_lastnb,
+                      "rr": rr, "r_ahead": r_ahead, "wb_ahead": wb_ahead}
         # MR-TXS-160: the pacing condition per connection (registers): no turn asked for and not
         # back (`pend`), not waiting for the last turn's time (`late`)
         if self.pacing:

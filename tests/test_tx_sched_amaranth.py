@@ -1663,8 +1663,75 @@ def test_last_ahead_registers_wrong_forms_fail(wrong):
     """MR-TXS-385/386 (negative controls, MR-TXS-388): the resend boundary register's LAST
     operands read at the held report when a report is loaded, and the report's `ahead` register
     without the pending window's forward, without the window's move or without the new chunk's
-    + 1, each mismatches its model on ``test_lockstep_random``'s traffic (seed 1, losses), which
-    the RTL as built passes with 0 mismatches (MR-TXS-385..387: ``test_lockstep_random`` and the
-    scheduler's other locksteps)."""
-    assert_wrong_form_fails(LAST_AHEAD_WRONG[wrong], tc.traffic(TxSchedModel(**SMALL), 40, seed=1),
-                            1, p_cwnd=0.2, cwnd_hi=8000)
+    + 1, each breaks the invariant of ``test_last_ahead_registers_exact`` (which the RTL as
+    built keeps, with 0 mismatches) or the lockstep (MR-TXS-385..387: the scheduler's
+    locksteps)."""
+    with pytest.raises((_InvariantBroken, Mismatch)):
+        _last_ahead_run(NEXT_PARAMS, 32, dut_cls=wrong_form("tx_sched", *LAST_AHEAD_WRONG[wrong]).TxSched,
+                        stop_on_bad=True)
+
+
+NEXT_PARAMS = dict(conns=2, streams=4, paths=2, depth=2, chunk_window=4, mtu=256, cwnd=600,
+                   conn_window=1000, path_pkts=3, ack_every=2, resend_depth=4)
+
+
+def _last_ahead_run(params, seed, dut_cls=TxSched, stop_on_bad=False):
+    """``_report_next_run``'s lossy lockstep of ``dut_cls`` with an observer of MR-TXS-385's
+    `ba_nl`/`br_nl` (each the previous cycle's `nchm1`/`lastnb` registers of its report's
+    entry: the read at the load, or again while held) and MR-TXS-386's `r_ahead` (the pending
+    window's `ahead` when it names the report register's entry, else that entry's `ahead`
+    register): ``(core, bad, seen)``; with ``stop_on_bad`` the first difference raises
+    ``_InvariantBroken``."""
+    model = TxSchedCycleModel(64, **params)
+    items = tc.traffic(TxSchedModel(**params), 80, seed=seed, max_len=3000, atomics=0)
+    drv = tc.Driver(model.lay, items, seed=seed, p_idle=0.1, p_bp=0.2, loss=0.15)
+    dut = dut_cls(64, **params)
+    sdb = (params["streams"] * params["depth"] - 1).bit_length()
+    bad, seen = [], {"cycles": 0, "fwd": 0, "moved": 0, "nl_changed": 0}
+
+    def entry(rep):
+        return (rep.conn << sdb) | (rep.slot & ((1 << sdb) - 1))
+
+    async def watch(ctx):
+        pr = dut.probe
+        chunk_w = len(pr["nchm1"][0])
+        prev_nl, prev_ahead = None, None
+        async for _ in ctx.tick().sample():
+            nl = [ctx.get(a) | (ctx.get(b) << chunk_w) for a, b in zip(pr["nchm1"], pr["lastnb"])]
+            ahead = [ctx.get(x) for x in pr["ahead"]]
+            if prev_nl is not None:
+                for tag in ("ba", "br"):
+                    e = entry(ctx.get(pr[tag]))
+                    got = ctx.get(pr[f"{tag}_nl"]).as_value().value
+                    if got != prev_nl[e]:
+                        bad.append((seen["cycles"], tag, e, got, prev_nl[e]))
+                    seen["nl_changed"] += prev_nl[e] != nl[e]
+            e = entry(ctx.get(pr["rr"]))
+            fwd = ctx.get(pr["wb_valid"]) and ctx.get(pr["wb_e"]) == e
+            want = ctx.get(pr["wb_ahead"]) if fwd else ahead[e]
+            if ctx.get(pr["r_ahead"]) != want:
+                bad.append((seen["cycles"], "r_ahead", e, ctx.get(pr["r_ahead"]), want))
+            seen["fwd"] += bool(fwd)
+            seen["moved"] += prev_ahead is not None and prev_ahead[e] != ahead[e]
+            if bad and stop_on_bad:
+                raise _InvariantBroken(bad[0])
+            prev_nl, prev_ahead = nl, ahead
+            seen["cycles"] += 1
+
+    core = run_amaranth(dut, model, drv, busy=model.busy, background=[watch])
+    return core, bad, seen
+
+
+@pytest.mark.slow
+def test_last_ahead_registers_exact():
+    """MR-TXS-385, MR-TXS-386, MR-TXS-388: the boundary registers' LAST operands (`ba_nl`,
+    `br_nl`) equal their report's entry's `nchunks - 1` and last bytes of the cycle before
+    (the state the LAST term was computed on) and `r_ahead` equals its definition (the
+    pending window's `ahead` when it names the report's entry, else the entry's register) in
+    every cycle, on ``test_report_next_chunk_registered_exact``'s lossy traffic (refills,
+    forwards, window moves); the lockstep has 0 mismatches. Wrong forms fail it
+    (``test_last_ahead_registers_wrong_forms_fail``)."""
+    core, bad, seen = _last_ahead_run(NEXT_PARAMS, 32)
+    print(seen)
+    assert core.mismatches == 0 and not bad, bad[:5]
+    assert seen["cycles"] > 400 and seen["fwd"] > 0 and seen["moved"] > 0 and seen["nl_changed"] > 0
