@@ -425,7 +425,11 @@ class TxSched(wiring.Component):
                        for r in range(C * PA))
         # MR-TXS-028: each path's window, and the window less an MTU (the room's value when the
         # path's flight empties), from the cwnd parameter at reset
-        p_cw = Array(Signal(bytes_w, init=self.cwnd, name=f"pcw{r}") for r in range(C * PA))
+        # MR-TXS-389: the windows in LUT RAM (read at the write's row only), a row's bit of
+        # cw_set marking it written (until then it reads the cwnd parameter)
+        m.submodules.cw_mem = cw_mem = memory.Memory(shape=bytes_w, depth=C * PA, init=[])
+        cw_mwr = cw_mem.write_port()
+        cw_set = Signal(C * PA, name="cw_set")
         p_cwm = Array(Signal(signed(bytes_w + 2), init=self.cwnd - mtu, name=f"pcwm{r}")
                       for r in range(C * PA))
         conn_rr = Signal(cb)
@@ -753,8 +757,13 @@ class TxSched(wiring.Component):
                                cw_b.cwnd), "cw_new")
         # the path's window as it is after this edge: the write in cw_d when it names the same
         # path (it is written at this edge)
-        cw_old = _named(m, Mux(cw_d_valid & (cw_d_row == cw_b_row), cw_d_cw,
-                               read(p_cw, cw_b_row, "cw_row")), "cw_old")
+        cw_rd = cw_mem.read_port(domain="comb")
+        m.d.comb += [cw_rd.addr.eq(cw_b_row),
+                     cw_mwr.addr.eq(cw_d_row), cw_mwr.en.eq(cw_d_valid), cw_mwr.data.eq(cw_d_cw)]
+        m.d.sync += cw_set.eq(cw_set | cw_d_hot)
+        cw_row = _named(m, Mux(cw_set.bit_select(cw_b_row, 1), cw_rd.data,
+                               Const(self.cwnd, bytes_w)), "cw_row")
+        cw_old = _named(m, Mux(cw_d_valid & (cw_d_row == cw_b_row), cw_d_cw, cw_row), "cw_old")
         cw_delta = A.sub(_ext(cw_new, bytes_w + 2), _ext(cw_old, bytes_w + 2), "cw_delta")
         cw_cwm = A.sub(_ext(cw_new, bytes_w + 2), mtu, "cw_cwm")
         m.d.sync += [cw_d_valid.eq(cw_b_valid), cw_d_row.eq(cw_b_row),
@@ -1381,7 +1390,7 @@ class TxSched(wiring.Component):
                 room_empty = Mux(cw_d_hot[row], cw_d_cwm, p_cwm[row])
                 pkts_next = A.add(p_pkts[row], Cat(Const(1, 1), busy.replicate(7)), name=f"pkts_next{row}")
                 with m.If(cw_d_hot[row]):
-                    m.d.sync += [p_cw[row].eq(cw_d_cw), p_cwm[row].eq(cw_d_cwm),
+                    m.d.sync += [p_cwm[row].eq(cw_d_cwm),
                                  p_room[row].eq(cw_room)]
                 with m.If(rep_act & (r_row == row)):
                     m.d.sync += [p_infl[row].eq(Mux(over, infl_next, 0)),

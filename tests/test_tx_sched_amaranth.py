@@ -1735,3 +1735,22 @@ def test_last_ahead_registers_exact():
     print(seen)
     assert core.mismatches == 0 and not bad, bad[:5]
     assert seen["cycles"] > 400 and seen["fwd"] > 0 and seen["moved"] > 0 and seen["nl_changed"] > 0
+
+
+# MR-TXS-389's wrong forms (txr39): a written row's bit never set (the window always reads the
+# cwnd parameter); the window written at the next write's row (cw_b's), not its own
+CW_MEM_WRONG = {
+    "written_bit_never_set": ("m.d.sync += cw_set.eq(cw_set | cw_d_hot)", "pass"),
+    "written_at_next_row": ("cw_mwr.addr.eq(cw_d_row)", "cw_mwr.addr.eq(cw_b_row)"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong", sorted(CW_MEM_WRONG))
+def test_window_lut_ram_wrong_forms_fail(wrong):
+    """MR-TXS-389, MR-TXS-390 (negative controls): the paths' windows in LUT RAM with a row's
+    written bit never set, or written at the wrong row, each mismatches its model on
+    ``test_lockstep_random``'s traffic (seed 1, window writes in 20 % of the cycles), which
+    the RTL as built passes with 0 mismatches (as ``test_window_storm_lockstep``'s)."""
+    assert_wrong_form_fails(CW_MEM_WRONG[wrong], tc.traffic(TxSchedModel(**SMALL), 40, seed=1),
+                            1, p_cwnd=0.2, cwnd_hi=8000)
