@@ -425,7 +425,11 @@ class TxSched(wiring.Component):
                        for r in range(C * PA))
         # MR-TXS-028: each path's window, and the window less an MTU (the room's value when the
         # path's flight empties), from the cwnd parameter at reset
-        p_cw = Array(Signal(bytes_w, init=self.cwnd, name=f"pcw{r}") for r in range(C * PA))
+        # MR-TXS-389: the windows in LUT RAM (read at the write's row only), a row's bit of
+        # cw_set marking it written (until then it reads the cwnd parameter)
+        m.submodules.cw_mem = cw_mem = memory.Memory(shape=bytes_w, depth=C * PA, init=[])
+        cw_mwr = cw_mem.write_port()
+        cw_set = Signal(C * PA, name="cw_set")
         p_cwm = Array(Signal(signed(bytes_w + 2), init=self.cwnd - mtu, name=f"pcwm{r}")
                       for r in range(C * PA))
         conn_rr = Signal(cb)
@@ -573,23 +577,31 @@ class TxSched(wiring.Component):
             m.d.comb += nl.addr.eq(e)
             return _named(m, nl.data.lastnb, name)
 
-        def last_terms(value, tag):
-            """MR-TXS-046: the report's LAST term and bytes (MR-TXS-034) on this cycle's state."""
-            r = data.View(lay.report, value)
-            e = _named(m, rep_index(r)[0], f"l_e_{tag}")
-            nl = nl_mem.read_port(domain="comb")                   # MR-TXS-375
+        def nl_read(value, tag):
+            """MR-TXS-375: the report's entry's ``nchm1``/``lastnb`` (``nl_mem``'s read) on this
+            cycle's state, the LAST term's operands (MR-TXS-046)."""
+            e = _named(m, rep_index(data.View(lay.report, value))[0], f"l_e_{tag}")
+            nl = nl_mem.read_port(domain="comb")
             m.d.comb += nl.addr.eq(e)
-            last = _named(m, r.chunk == nl.data.nchm1, f"l_last_{tag}")
-            return last, Mux(last, nl.data.lastnb, mtu)
+            return _named(m, nl.data.as_value(), f"l_nl_{tag}")
+
+        def last_terms(r, nl_value, tag):
+            """MR-TXS-385: the LAST term and bytes (MR-TXS-034) of the boundary register's
+            report ``r`` from its registered ``nl_mem`` read: the compare after the register."""
+            nl = data.View(nl_lay, nl_value)
+            last = _named(m, r.chunk == nl.nchm1, f"{tag}_last")
+            return last, _named(m, Mux(last, nl.lastnb, mtu), f"{tag}_nb")
 
         # MR-TXS-046: the boundary registers. s_acked's is loaded every cycle and always taken
-        # next; s_resend's holds its report until taken, its LAST term and bytes read again
-        # every cycle (a refill while it waits changes them)
-        ba_valid, ba, ba_last, ba_nb = Signal(), Signal(lay.report), Signal(), Signal(nb_w)
-        br_valid, br, br_last, br_nb = Signal(), Signal(lay.report), Signal(), Signal(nb_w)
-        pa_last, pa_nb = last_terms(self.s_acked.payload.as_value(), "pa")
+        # next; s_resend's holds its report until taken, its LAST term's operands read again
+        # every cycle (a refill while it waits changes them). MR-TXS-385: each holds its entry's
+        # nl_mem read, not the compare's result
+        ba_valid, ba, ba_nl = Signal(), Signal(lay.report), Signal(nl_lay, name="ba_nl")
+        br_valid, br, br_nl = Signal(), Signal(lay.report), Signal(nl_lay, name="br_nl")
         m.d.sync += [ba_valid.eq(self.s_acked.valid), ba.eq(self.s_acked.payload),
-                     ba_last.eq(pa_last), ba_nb.eq(pa_nb)]
+                     ba_nl.eq(nl_read(self.s_acked.payload.as_value(), "pa"))]
+        ba_last, ba_nb = last_terms(ba, ba_nl.as_value(), "ba")
+        br_last, br_nb = last_terms(br, br_nl.as_value(), "br")
         acked_valid = ba_valid
 
         # MR-TXS-053: each boundary register's entry's next_chunk, a register beside it loaded
@@ -671,7 +683,9 @@ class TxSched(wiring.Component):
         wb_valid, wb_e, wb_conn = Signal(), Signal(len(r_e)), Signal(cb)
         wb_b, wb_ahead, wb_base = Signal(W), Signal(wb + 1), Signal(chunk_w)
         fwd = _named(m, wb_valid & (wb_e == r_e), "fwd")
-        r_ahead = _named(m, Mux(fwd, wb_ahead, read(e_ahead, r_e, "e_ahead_r")), "r_ahead")
+        # MR-TXS-386: r_e's `ahead` (the pending window's when it names r_e) is a register loaded
+        # with the report at its intake (below), not a 16-way read after rr
+        r_ahead = Signal(wb + 1, name="r_ahead")
         r_bits = _named(m, Mux(fwd, wb_b, win_read(bits_mem, r_e, "e_bits_r")), "r_bits")
         r_base = Mux(fwd, wb_base, win_read(base_mem, r_e, "e_base_r"))
         a_in = _named(m, rr_dist <= r_ahead, "a_in")
@@ -712,10 +726,8 @@ class TxSched(wiring.Component):
         m.d.sync += sk_valid.eq(src_valid & ~br_free)
         with m.If(~sk_valid):
             m.d.sync += sk.eq(self.s_resend.payload)
-        pr_last, pr_nb = last_terms(src, "pr")
-        hr_last, hr_nb = last_terms(br.as_value(), "hr")
         m.d.sync += [br_valid.eq(load_r | (br_valid & ~take_resend)),
-                     br_last.eq(Mux(load_r, pr_last, hr_last)), br_nb.eq(Mux(load_r, pr_nb, hr_nb)),
+                     br_nl.eq(Mux(load_r, nl_read(src, "pr"), nl_read(br.as_value(), "hr"))),
                      # MR-TXS-055: a held report's entry's next_chunk is br_next itself
                      br_next.eq(Mux(load_r, next_after(src, "pr"),
                                     after_edge(_named(m, rep_index(br)[0], "n_e_hr"), br_next,
@@ -745,8 +757,13 @@ class TxSched(wiring.Component):
                                cw_b.cwnd), "cw_new")
         # the path's window as it is after this edge: the write in cw_d when it names the same
         # path (it is written at this edge)
-        cw_old = _named(m, Mux(cw_d_valid & (cw_d_row == cw_b_row), cw_d_cw,
-                               read(p_cw, cw_b_row, "cw_row")), "cw_old")
+        cw_rd = cw_mem.read_port(domain="comb")
+        m.d.comb += [cw_rd.addr.eq(cw_b_row),
+                     cw_mwr.addr.eq(cw_d_row), cw_mwr.en.eq(cw_d_valid), cw_mwr.data.eq(cw_d_cw)]
+        m.d.sync += cw_set.eq(cw_set | cw_d_hot)
+        cw_row = _named(m, Mux(cw_set.bit_select(cw_b_row, 1), cw_rd.data,
+                               Const(self.cwnd, bytes_w)), "cw_row")
+        cw_old = _named(m, Mux(cw_d_valid & (cw_d_row == cw_b_row), cw_d_cw, cw_row), "cw_old")
         cw_delta = A.sub(_ext(cw_new, bytes_w + 2), _ext(cw_old, bytes_w + 2), "cw_delta")
         cw_cwm = A.sub(_ext(cw_new, bytes_w + 2), mtu, "cw_cwm")
         m.d.sync += [cw_d_valid.eq(cw_b_valid), cw_d_row.eq(cw_b_row),
@@ -889,7 +906,10 @@ class TxSched(wiring.Component):
                       # MR-TXS-171: br's window registers and the state they stand for
                       "br_wbase": br_wbase, "br_wbits": br_wbits, "br_wfwd": br_wfwd,
                       "base": e_base, "bits": e_bits, "wb_valid": wb_valid, "wb_e": wb_e,
-                      "lnq": e_lnq, "lq_valid": lq_valid}
+                      "lnq": e_lnq, "lq_valid": lq_valid,
+                      # MR-TXS-385/386: the registers and the state they stand for
+                      "ba_nl": ba_nl, "br_nl": br_nl, "nchm1": e_nchm1, "lastnb": e_lastnb,
+                      "rr": rr, "r_ahead": r_ahead, "wb_ahead": wb_ahead}
         # MR-TXS-160: the pacing condition per connection (registers): no turn asked for and not
         # back (`pend`), not waiting for the last turn's time (`late`)
         if self.pacing:
@@ -1265,7 +1285,9 @@ class TxSched(wiring.Component):
         r_hot = _named(m, Const(1, W) << r_chunk[:wb], "r_lnq_hot")
         lq_hot = _named(m, Const(1, W) << lq_j, "lq_hot")
         for e in range(E):
-            with m.If(lost_act & r_full & (r_e == e)):
+            # MR-TXS-387: lost_act at its own entry: that entry's `fail`, not the 16-way read
+            lost_e = rep_act & rr_lost & ~rr_was_acked & ~e_fail[e]
+            with m.If(lost_e & r_full & (r_e == e)):
                 m.d.sync += e_lnq[e].eq(e_lnq[e] | r_hot)
             with m.If((ack_act & a_in & (r_e == e)) | (fill & (lq_e == e))):
                 m.d.sync += e_lnq[e].eq(e_lnq[e] & ~Mux(busy, r_hot, lq_hot))
@@ -1308,6 +1330,14 @@ class TxSched(wiring.Component):
         i_kill = comp_act & (comp_e == i_e)
         i_hit = new_act & (g_e == i_e)
         busy_n = _named(m, acked_valid | take_resend, "busy_n")
+        # MR-TXS-386: r_ahead of the next cycle: this report's window when it names the intake's
+        # entry (it is the pending window then, MR-TXS-036), else that entry's `ahead` after
+        # this edge (its writes' order: the window's move, a refill, a new chunk)
+        ia_new, ia_refill = edge_flags(i_e, "ia")
+        ia_now = read(e_ahead, i_e, "e_ahead_i")
+        ia_after = Mux(ia_new, (ia_now + 1)[:wb + 1],
+                       Mux(ia_refill, 0, Mux(wb_valid & (wb_e == i_e), ahead_moved, ia_now)))
+        m.d.sync += r_ahead.eq(Mux(ack_act & (r_e == i_e), r_ahead, ia_after))
         m.d.sync += [rr_valid.eq(busy_n), rr_lost.eq(~acked_valid), rr.eq(inc),
                      rr_ok.eq(i_["base"] & ~i_kill & (i_["sent"] | (i_["next"] & i_hit))),
                      rr_last.eq(Mux(acked_valid, ba_last, br_last)),
@@ -1360,7 +1390,7 @@ class TxSched(wiring.Component):
                 room_empty = Mux(cw_d_hot[row], cw_d_cwm, p_cwm[row])
                 pkts_next = A.add(p_pkts[row], Cat(Const(1, 1), busy.replicate(7)), name=f"pkts_next{row}")
                 with m.If(cw_d_hot[row]):
-                    m.d.sync += [p_cw[row].eq(cw_d_cw), p_cwm[row].eq(cw_d_cwm),
+                    m.d.sync += [p_cwm[row].eq(cw_d_cwm),
                                  p_room[row].eq(cw_room)]
                 with m.If(rep_act & (r_row == row)):
                     m.d.sync += [p_infl[row].eq(Mux(over, infl_next, 0)),

@@ -1642,3 +1642,115 @@ def test_lut_ram_copy_wrong_forms_fail(wrong):
     else:
         assert_wrong_form_fails(COPY_WRONG[wrong], tc.traffic(TxSchedModel(**SMALL), 40, seed=1),
                                 1, p_cwnd=0.2, cwnd_hi=8000)
+
+
+# MR-TXS-385/386's wrong forms (txr39), loaded in place of the RTL by replacing its text in
+# hdl/tx_sched.py: the resend boundary register's operands never taken from the loaded report;
+# r_ahead's register without the forward, without the window's move, without the new chunk
+LAST_AHEAD_WRONG = {
+    "loaded_report_not_read": ('br_nl.eq(Mux(load_r, nl_read(src, "pr"), nl_read(br.as_value(), "hr")))',
+                               'br_nl.eq(nl_read(br.as_value(), "hr"))'),
+    "ahead_fwd_left_out": ("r_ahead.eq(Mux(ack_act & (r_e == i_e), r_ahead, ia_after))",
+                           "r_ahead.eq(ia_after)"),
+    "ahead_move_left_out": ("Mux(wb_valid & (wb_e == i_e), ahead_moved, ia_now)", "ia_now"),
+    "ahead_new_left_out": ("Mux(ia_new, (ia_now + 1)[:wb + 1],", "Mux(0, (ia_now + 1)[:wb + 1],"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong", sorted(LAST_AHEAD_WRONG))
+def test_last_ahead_registers_wrong_forms_fail(wrong):
+    """MR-TXS-385/386 (negative controls, MR-TXS-388): the resend boundary register's LAST
+    operands read at the held report when a report is loaded, and the report's `ahead` register
+    without the pending window's forward, without the window's move or without the new chunk's
+    + 1, each breaks the invariant of ``test_last_ahead_registers_exact`` (which the RTL as
+    built keeps, with 0 mismatches) or the lockstep (MR-TXS-385..387: the scheduler's
+    locksteps)."""
+    with pytest.raises((_InvariantBroken, Mismatch)):
+        _last_ahead_run(NEXT_PARAMS, 32, dut_cls=wrong_form("tx_sched", *LAST_AHEAD_WRONG[wrong]).TxSched,
+                        stop_on_bad=True)
+
+
+NEXT_PARAMS = dict(conns=2, streams=4, paths=2, depth=2, chunk_window=4, mtu=256, cwnd=600,
+                   conn_window=1000, path_pkts=3, ack_every=2, resend_depth=4)
+
+
+def _last_ahead_run(params, seed, dut_cls=TxSched, stop_on_bad=False):
+    """``_report_next_run``'s lossy lockstep of ``dut_cls`` with an observer of MR-TXS-385's
+    `ba_nl`/`br_nl` (each the previous cycle's `nchm1`/`lastnb` registers of its report's
+    entry: the read at the load, or again while held) and MR-TXS-386's `r_ahead` (the pending
+    window's `ahead` when it names the report register's entry, else that entry's `ahead`
+    register): ``(core, bad, seen)``; with ``stop_on_bad`` the first difference raises
+    ``_InvariantBroken``."""
+    model = TxSchedCycleModel(64, **params)
+    items = tc.traffic(TxSchedModel(**params), 80, seed=seed, max_len=3000, atomics=0)
+    drv = tc.Driver(model.lay, items, seed=seed, p_idle=0.1, p_bp=0.2, loss=0.15)
+    dut = dut_cls(64, **params)
+    sdb = (params["streams"] * params["depth"] - 1).bit_length()
+    bad, seen = [], {"cycles": 0, "fwd": 0, "moved": 0, "nl_changed": 0}
+
+    def entry(rep):
+        return (rep.conn << sdb) | (rep.slot & ((1 << sdb) - 1))
+
+    async def watch(ctx):
+        pr = dut.probe
+        chunk_w = len(pr["nchm1"][0])
+        prev_nl, prev_ahead = None, None
+        async for _ in ctx.tick().sample():
+            nl = [ctx.get(a) | (ctx.get(b) << chunk_w) for a, b in zip(pr["nchm1"], pr["lastnb"])]
+            ahead = [ctx.get(x) for x in pr["ahead"]]
+            if prev_nl is not None:
+                for tag in ("ba", "br"):
+                    e = entry(ctx.get(pr[tag]))
+                    got = ctx.get(pr[f"{tag}_nl"]).as_value().value
+                    if got != prev_nl[e]:
+                        bad.append((seen["cycles"], tag, e, got, prev_nl[e]))
+                    seen["nl_changed"] += prev_nl[e] != nl[e]
+            e = entry(ctx.get(pr["rr"]))
+            fwd = ctx.get(pr["wb_valid"]) and ctx.get(pr["wb_e"]) == e
+            want = ctx.get(pr["wb_ahead"]) if fwd else ahead[e]
+            if ctx.get(pr["r_ahead"]) != want:
+                bad.append((seen["cycles"], "r_ahead", e, ctx.get(pr["r_ahead"]), want))
+            seen["fwd"] += bool(fwd)
+            seen["moved"] += prev_ahead is not None and prev_ahead[e] != ahead[e]
+            if bad and stop_on_bad:
+                raise _InvariantBroken(bad[0])
+            prev_nl, prev_ahead = nl, ahead
+            seen["cycles"] += 1
+
+    core = run_amaranth(dut, model, drv, busy=model.busy, background=[watch])
+    return core, bad, seen
+
+
+@pytest.mark.slow
+def test_last_ahead_registers_exact():
+    """MR-TXS-385, MR-TXS-386, MR-TXS-388: the boundary registers' LAST operands (`ba_nl`,
+    `br_nl`) equal their report's entry's `nchunks - 1` and last bytes of the cycle before
+    (the state the LAST term was computed on) and `r_ahead` equals its definition (the
+    pending window's `ahead` when it names the report's entry, else the entry's register) in
+    every cycle, on ``test_report_next_chunk_registered_exact``'s lossy traffic (refills,
+    forwards, window moves); the lockstep has 0 mismatches. Wrong forms fail it
+    (``test_last_ahead_registers_wrong_forms_fail``)."""
+    core, bad, seen = _last_ahead_run(NEXT_PARAMS, 32)
+    print(seen)
+    assert core.mismatches == 0 and not bad, bad[:5]
+    assert seen["cycles"] > 400 and seen["fwd"] > 0 and seen["moved"] > 0 and seen["nl_changed"] > 0
+
+
+# MR-TXS-389's wrong forms (txr39): a written row's bit never set (the window always reads the
+# cwnd parameter); the window written at the next write's row (cw_b's), not its own
+CW_MEM_WRONG = {
+    "written_bit_never_set": ("m.d.sync += cw_set.eq(cw_set | cw_d_hot)", "pass"),
+    "written_at_next_row": ("cw_mwr.addr.eq(cw_d_row)", "cw_mwr.addr.eq(cw_b_row)"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong", sorted(CW_MEM_WRONG))
+def test_window_lut_ram_wrong_forms_fail(wrong):
+    """MR-TXS-389, MR-TXS-390 (negative controls): the paths' windows in LUT RAM with a row's
+    written bit never set, or written at the wrong row, each mismatches its model on
+    ``test_lockstep_random``'s traffic (seed 1, window writes in 20 % of the cycles), which
+    the RTL as built passes with 0 mismatches (as ``test_window_storm_lockstep``'s)."""
+    assert_wrong_form_fails(CW_MEM_WRONG[wrong], tc.traffic(TxSchedModel(**SMALL), 40, seed=1),
+                            1, p_cwnd=0.2, cwnd_hi=8000)
