@@ -283,9 +283,9 @@ def test_counters_exact_and_reset():
 def test_counters_reset_kept_rows_fails(old, new):
     """MR-HW-100's negative controls: a row not read as 0 after the reset, or incremented from
     what the LUT RAM kept: the lockstep fails on ``reg_data``."""
-    from metaroce.tb.lockstep import Mismatch, wrong_form
+    from metaroce.tb.lockstep import Mismatch, wrong_helper
     with pytest.raises(Mismatch, match="reg_data"):
-        _counter_run(wrong_form("parser", old, new).Parser)
+        _counter_run(wrong_helper("parser", "counters", old, new).Parser)
 
 
 def test_ones_positions():
