@@ -1896,7 +1896,8 @@ class Rx(wiring.Component):
         # a piece counting when every lower piece is all ones (registered flags); a counter with
         # a wide increment adds it into its low piece and hands that add's carry to its upper
         # pieces (a +1 counter) in the next cycle; its read-out adds a carry still pending.
-        # MR-RX-300: the outcomes 0..15 (one a record, S5) in one LUT RAM (MR-HW-100), 8-bit pieces
+        # MR-RX-300: the outcomes 0..15 (one a record, S5) in one LUT RAM (MR-HW-100), 8-bit pieces;
+        # MR-RX-306: the others count beside an outcome, or add wide increments: registers
         bank = counter_ram(m, push & s5_bank, s5_code, self.reg_addr[:4], BANK_ROWS, COUNTER_BITS, piece=8)
         values = [None] * N_COUNTERS
         values[BANK_ROWS] = _piece_counter(m, f"ctr{BANK_ROWS}", COUNTER_BITS, push & s5_slots)[0]

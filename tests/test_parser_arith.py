@@ -80,15 +80,17 @@ def _run_counter_ram(counter_ram, rows, nbits, piece, cycles, seed):
 
 
 def test_counter_ram_exact_every_cycle():
-    """MR-HW-100: the counters in LUT RAM (a read-modify-write of one row a cycle, in pieces whose
-    carries are flags set at the row's previous increment) equal plain counters in every cycle at
+    """MR-HW-100, MR-HW-103, MR-HW-104: the counters in LUT RAM (hdl/counters.py: a
+    read-modify-write of one row a cycle, in pieces whose carries are flags set at the row's
+    previous increment; 8-bit pieces as the parser and the RX take them too) equal plain
+    counters in every cycle at
     every read address, across piece boundaries, through the wrap and after resets (small pieces,
     so all happen quickly); wrong forms fail: a piece's carry flag from the pieces below all ones
     (one increment late), the zero flag not read after a reset, the carry flags set from the
     row the LUT RAM kept through a reset, the registered tests not forwarded to an increment of
     the same row in the next cycle."""
     from metaroce.tb.lockstep import wrong_form
-    for rows, nbits, piece in ((16, 6, 2), (4, 7, 3), (16, 64, 16)):
+    for rows, nbits, piece in ((16, 6, 2), (4, 7, 3), (16, 64, 16), (16, 20, 8)):
         assert _run_counter_ram(counter_ram, rows, nbits, piece, 4000, 5) is None, (rows, nbits, piece)
     wrongs = (("low_ones_next = pieces[0] == (1 << len(pieces[0])) - 2", "low_ones_next = pieces[0].all()"),
               ("return Mux(zero.bit_select(addr, 1), 0, rd_out.data)", "return rd_out.data"),

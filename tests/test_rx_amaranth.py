@@ -859,10 +859,11 @@ def _counter_bank_run(rx_cls=Rx):
 
 @pytest.mark.slow
 def test_outcome_counters_bank_and_reset():
-    """MR-RX-300, MR-RX-301, MR-RX-302: the outcome counters 0..15 in one LUT RAM (hw-parser.md
+    """MR-RX-300..302, MR-RX-307: the outcome counters 0..15 in one LUT RAM (hw-parser.md
     MR-HW-100's bank) are exact in every cycle at random addresses, against the model, and read
     0 after a reset though the LUT RAM keeps its rows (the helper's every-cycle check through
-    wraps and resets: tests/test_parser_arith.py::test_counter_ram_exact_every_cycle)."""
+    wraps and resets: tests/test_parser_arith.py::test_counter_ram_exact_every_cycle); MR-RX-306:
+    the registers 16..24 beside them read back as the model's too."""
     assert _counter_bank_run() is None
 
 
@@ -875,7 +876,7 @@ def test_outcome_counters_bank_and_reset():
     (False, "bank = counter_ram(m, push & s5_bank,", "bank = counter_ram(m, s5_bank,"),
 ])
 def test_outcome_counters_bank_catches_wrong(helper, old, new):
-    """MR-RX-300..302's negative controls: the bank's row kept through the reset (read back
+    """MR-RX-300..302's negative controls (MR-RX-307): the bank's row kept through the reset (read back
     not 0), or counted at the wrong row or in a cycle without a push (the lockstep fails on
     ``reg_data``)."""
     from metaroce.tb.lockstep import wrong_form, wrong_helper
