@@ -1913,10 +1913,16 @@ class Rx(wiring.Component):
         # MR-RX-167/168: the chunks the message table refused, NAKed in S4 (none reaches S5 accepted)
         values[CTR_MSG_REFUSED] = _piece_counter(m, f"ctr{CTR_MSG_REFUSED}", COUNTER_BITS,
                                                  push & s5_sv_nak if self.slot_nak else m_step & m_refused)[0]
-        # the registers at addresses 16..24: the address's low 4 bits index them
-        regs = Array(values[BANK_ROWS:])
-        m.d.sync += self.reg_data.eq(Mux(self.reg_addr < BANK_ROWS, bank,
-                                         Mux(self.reg_addr < N_COUNTERS, regs[self.reg_addr[:4]], 0)))
+        # one flat select by the address (the bank's read at 0..15, the registers at 16..24):
+        # a 2:1 mux after a select of the registers took one LUT level more into reg_data
+        with m.Switch(self.reg_addr):
+            with m.Case(*range(BANK_ROWS)):
+                m.d.sync += self.reg_data.eq(bank)
+            for i in range(BANK_ROWS, N_COUNTERS):
+                with m.Case(i):
+                    m.d.sync += self.reg_data.eq(values[i])
+            with m.Default():
+                m.d.sync += self.reg_data.eq(0)
         return m
 
 
