@@ -52,12 +52,18 @@ from ..models.rx import (ACK_DELAY_RESET, GEN_BITS, TIME_BITS, TIMER_DEPTH, ACK_
                          payload_layout)
 from ..models.wire import Op
 from .muxes import pick as _pick
+from .counters import counter_ram
 from .queue import HeadRegFIFO, SyncQueue
 
 #: MR-RX-125: the hold cycle (the value of ``hold``) in which sl_row takes the slow record's
 #: new row from the path table's write register: H1, the hold's first cycle, the one cycle
 #: that register holds it
 SL_ROW_LOAD = HOLD_CYCLES
+
+#: MR-RX-300: the outcome counters 0..15 are one LUT-RAM bank (a row each); msg_slots (16), the
+#: 17th outcome, a register of its own (a 16-row LUT RAM is one DPR16X4 per 4 bits)
+BANK_ROWS = 16
+assert len(RxCode) == BANK_ROWS + 1 and RxCode.MSG_SLOTS == BANK_ROWS
 
 __all__ = ["Rx", "rx_256x4"]
 
@@ -1341,7 +1347,9 @@ class Rx(wiring.Component):
         s5_nak, s5_reason, s5_ack_en = Signal(), Signal(8), Signal()
         s5_cum, s5_ring, s5_ce_count = Signal(24), Signal(RING_BITS), Signal(16)
         s5_place, s5_steer_en, s5_steer = Signal(), Signal(), Signal()
-        s5_hot, s5_ce, s5_placed, s5_abandoned = Signal(len(RxCode)), Signal(), Signal(16), Signal(9)
+        s5_ce, s5_placed, s5_abandoned = Signal(), Signal(16), Signal(9)
+        # MR-RX-300: S4's outcome as the bank's row, whether the bank counts it, whether msg_slots does
+        s5_code, s5_bank, s5_slots = Signal(4), Signal(), Signal()
         s5_ack = Signal()
         s5_arm, s5_gen = Signal(), Signal(GEN_BITS)
         s5_stale = Signal()
@@ -1360,7 +1368,8 @@ class Rx(wiring.Component):
                 s5_cum.eq(nrow.cum), s5_ce_count.eq(Mux(dup | tmr, row.ce, ce_new)),
                 # MR-RX-103: a stale SEND is accepted, not placed
                 s5_place.eq(accepted & ~s4_stale & (s4_carry.plen != 0)), s5_steer_en.eq(s4_carry.steer),
-                s5_steer.eq(accepted & ~s4_stale), s5_hot.eq(Mux(tmr, 0, Const(1, len(RxCode)) << final)),
+                s5_steer.eq(accepted & ~s4_stale), s5_code.eq(final[:4]), s5_bank.eq(~tmr & (final < BANK_ROWS)),
+                s5_slots.eq(~tmr & (final == RxCode.MSG_SLOTS)),
                 s5_ce.eq(accepted & ce_bit), s5_placed.eq(Mux(accepted & ~s4_stale, s4_carry.plen, 0)),
                 s5_abandoned.eq(0),
             ]
@@ -1887,9 +1896,11 @@ class Rx(wiring.Component):
         # a piece counting when every lower piece is all ones (registered flags); a counter with
         # a wide increment adds it into its low piece and hands that add's carry to its upper
         # pieces (a +1 counter) in the next cycle; its read-out adds a carry still pending.
+        # MR-RX-300: the outcomes 0..15 (one a record, S5) in one LUT RAM (MR-HW-100), 8-bit pieces;
+        # MR-RX-306: the others count beside an outcome, or add wide increments: registers
+        bank = counter_ram(m, push & s5_bank, s5_code, self.reg_addr[:4], BANK_ROWS, COUNTER_BITS, piece=8)
         values = [None] * N_COUNTERS
-        for i in range(len(RxCode)):
-            values[i] = _piece_counter(m, f"ctr{i}", COUNTER_BITS, push & s5_hot[i])[0]
+        values[BANK_ROWS] = _piece_counter(m, f"ctr{BANK_ROWS}", COUNTER_BITS, push & s5_slots)[0]
         for i, inc in ((CTR_ACKS, s5_ack), (CTR_NAKS, s5_nak), (CTR_CE, s5_ce)):
             values[i] = _piece_counter(m, f"ctr{i}", COUNTER_BITS, push & inc)[0]
         for i, inc in ((CTR_ABANDONED, s5_abandoned), (CTR_PLACED_BYTES, s5_placed)):
@@ -1902,8 +1913,16 @@ class Rx(wiring.Component):
         # MR-RX-167/168: the chunks the message table refused, NAKed in S4 (none reaches S5 accepted)
         values[CTR_MSG_REFUSED] = _piece_counter(m, f"ctr{CTR_MSG_REFUSED}", COUNTER_BITS,
                                                  push & s5_sv_nak if self.slot_nak else m_step & m_refused)[0]
-        counters = Array(values)
-        m.d.sync += self.reg_data.eq(Mux(self.reg_addr < N_COUNTERS, counters[self.reg_addr], 0))
+        # one flat select by the address (the bank's read at 0..15, the registers at 16..24):
+        # a 2:1 mux after a select of the registers took one LUT level more into reg_data
+        with m.Switch(self.reg_addr):
+            with m.Case(*range(BANK_ROWS)):
+                m.d.sync += self.reg_data.eq(bank)
+            for i in range(BANK_ROWS, N_COUNTERS):
+                with m.Case(i):
+                    m.d.sync += self.reg_data.eq(values[i])
+            with m.Default():
+                m.d.sync += self.reg_data.eq(0)
         return m
 
 

@@ -930,6 +930,30 @@ def wrong_form(module: str, old: str, new: str):
     return mod
 
 
+def wrong_helper(module: str, helper: str, old: str, new: str):
+    """The RTL module ``metaroce.hdl.<module>`` loaded as a module of its own, the names it
+    imports from the shared module ``metaroce.hdl.<helper>`` taken from ``wrong_form(helper,
+    old, new)``: a block built on a wrong form of a shared helper (e.g. hdl/counters.py's
+    ``counter_ram`` in the parser or the RX), for negative controls."""
+    import importlib
+    import importlib.util
+    import types
+    good, bad = importlib.import_module(f"metaroce.hdl.{helper}"), wrong_form(helper, old, new)
+    spec = importlib.util.find_spec(f"metaroce.hdl.{module}")
+    with open(spec.origin) as f:
+        src = f.read()
+    mod = types.ModuleType(f"metaroce.hdl._{module}_wrong_{helper}")
+    mod.__package__ = "metaroce.hdl"
+    mod.__source__ = src + "\n" + bad.__source__          # hashed apart from the right one's
+    exec(compile(src, spec.origin, "exec", dont_inherit=True), mod.__dict__)
+    swapped = [n for n, v in list(mod.__dict__.items()) if getattr(good, n, None) is v and hasattr(bad, n)
+               and callable(v)]
+    assert swapped, (module, helper)
+    for n in swapped:
+        mod.__dict__[n] = getattr(bad, n)
+    return mod
+
+
 def flat_port_names(signature) -> set:
     """The port names of a component's ``signature`` as the flattened Verilog and the cycle
     models name them: a plain port by its name, an interface's members as ``name__member``."""

@@ -281,11 +281,12 @@ def test_counters_exact_and_reset():
     ("wr.data.eq(Mux(zero_row, 1,", "wr.data.eq(Mux(0, 1,"),
 ])
 def test_counters_reset_kept_rows_fails(old, new):
-    """MR-HW-100's negative controls: a row not read as 0 after the reset, or incremented from
-    what the LUT RAM kept: the lockstep fails on ``reg_data``."""
-    from metaroce.tb.lockstep import Mismatch, wrong_form
+    """MR-HW-100's negative controls (MR-HW-104: on wrong forms of hdl/counters.py): a row not
+    read as 0 after the reset, or incremented from what the LUT RAM kept: the lockstep fails on
+    ``reg_data``."""
+    from metaroce.tb.lockstep import Mismatch, wrong_helper
     with pytest.raises(Mismatch, match="reg_data"):
-        _counter_run(wrong_form("parser", old, new).Parser)
+        _counter_run(wrong_helper("parser", "counters", old, new).Parser)
 
 
 def test_ones_positions():

@@ -6,7 +6,8 @@ import random
 from amaranth.hdl import ClockDomain, Module, Signal
 from amaranth.sim import Simulator
 
-from metaroce.hdl.parser import _counter_ram, _sum_is, _wide_counter
+from metaroce.hdl.counters import counter_ram
+from metaroce.hdl.parser import _sum_is, _wide_counter
 
 
 def test_counter_in_pieces_counts_and_wraps():
@@ -34,7 +35,7 @@ def test_counter_in_pieces_counts_and_wraps():
 
 
 def _run_counter_ram(counter_ram, rows, nbits, piece, cycles, seed):
-    """Counters of ``_counter_ram`` against Python integers every cycle at a random read address:
+    """Counters of ``counter_ram`` against Python integers every cycle at a random read address:
     one random counter (or none) incremented a cycle, runs of one counter, and resets. Returns the
     first (cycle, address) that differs, or None."""
     rng = random.Random(seed)
@@ -79,22 +80,24 @@ def _run_counter_ram(counter_ram, rows, nbits, piece, cycles, seed):
 
 
 def test_counter_ram_exact_every_cycle():
-    """MR-HW-100: the counters in LUT RAM (a read-modify-write of one row a cycle, in pieces whose
-    carries are flags set at the row's previous increment) equal plain counters in every cycle at
+    """MR-HW-100, MR-HW-103, MR-HW-104: the counters in LUT RAM (hdl/counters.py: a
+    read-modify-write of one row a cycle, in pieces whose carries are flags set at the row's
+    previous increment; 8-bit pieces as the parser and the RX take them too) equal plain
+    counters in every cycle at
     every read address, across piece boundaries, through the wrap and after resets (small pieces,
     so all happen quickly); wrong forms fail: a piece's carry flag from the pieces below all ones
     (one increment late), the zero flag not read after a reset, the carry flags set from the
     row the LUT RAM kept through a reset, the registered tests not forwarded to an increment of
     the same row in the next cycle."""
     from metaroce.tb.lockstep import wrong_form
-    for rows, nbits, piece in ((16, 6, 2), (4, 7, 3), (16, 64, 16)):
-        assert _run_counter_ram(_counter_ram, rows, nbits, piece, 4000, 5) is None, (rows, nbits, piece)
+    for rows, nbits, piece in ((16, 6, 2), (4, 7, 3), (16, 64, 16), (16, 20, 8)):
+        assert _run_counter_ram(counter_ram, rows, nbits, piece, 4000, 5) is None, (rows, nbits, piece)
     wrongs = (("low_ones_next = pieces[0] == (1 << len(pieces[0])) - 2", "low_ones_next = pieces[0].all()"),
               ("return Mux(zero.bit_select(addr, 1), 0, rd_out.data)", "return rd_out.data"),
               ("set_val.eq(Cat(*(~zero_row & low_ones_next", "set_val.eq(Cat(*(low_ones_next"),
               ("same = set_en & (set_idx == idx)", "same = 0"))
     for old, new in wrongs:
-        bad = wrong_form("parser", old, new)._counter_ram
+        bad = wrong_form("counters", old, new).counter_ram
         assert _run_counter_ram(bad, 16, 6, 2, 4000, 5) is not None, (old, new)
 
 

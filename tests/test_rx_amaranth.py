@@ -801,3 +801,87 @@ def test_rds_cfg_valid_catches_kept_entries(monkeypatch):
     cases = rc.read_cases(s) + rc.read_cases(s, conn=1, stream=1)
     with pytest.raises(Mismatch):
         run_lockstep(64, s, cases, seed=4, p_idle=0.2, p_bp=0.4, share=False)
+
+
+def _counter_bank_run(rx_cls=Rx):
+    """MR-RX-300..302: the window and bad-input cases (every outcome but those of SENDs and READ
+    responses, many of them one after another) at 64 bits with idle cycles and backpressure in
+    lockstep with the model, then a burst of 270 writes (the accepted row's 8-bit low piece wraps
+    into the next), the counters read at random addresses every cycle; then every
+    counter read once (each equal to the model's, some outcome's row not 0), a one-cycle reset,
+    and every address read again: all 0. Returns the (address, value) read after the reset
+    that is not 0, or None."""
+    from amaranth.hdl import ClockDomain
+    from metaroce.models.rx import N_COUNTERS
+    from metaroce.tb.lockstep import Core, _amaranth_bench, model_port_lists, port_values
+    s = rc.Setup(*SMALL, seed=5)
+    # 270 accepted records more: the accepted row's low piece (8 bits) wraps
+    cases = rc.window_cases(s) + rc.bad_cases(s) + rc.burst_same_path(s, 270, plen=3)
+    lay = s.lay
+    dut = rx_cls(64, conns=lay.conns, paths=lay.paths, keys=lay.keys, streams=lay.streams)
+    model = RxCycleModel(64, lay.conns, lay.paths, lay.keys, streams=lay.streams)
+    top = Module()
+    top.domains.sync = cd = ClockDomain()
+    top.submodules.dut = dut
+    ins, outs = model_port_lists(model)
+    sig = port_values(dut, ins + outs)
+    core = Core(model, ins, outs, {n: len(v) for n, v in sig.items()})
+    drv = rc.make_driver(64, s, cases, seed=7, p_idle=0.25, p_bp=0.4)
+    lockstep = _amaranth_bench(core, drv, sig, busy=model.busy)
+    kept = []
+
+    async def bench(ctx):
+        await lockstep(ctx)
+        for n in ("s_meta__valid", "s_payload__valid", "s_cfg__valid"):
+            ctx.set(sig[n], 0)
+        for a in range(N_COUNTERS):
+            ctx.set(dut.reg_addr, a)
+            await ctx.tick()
+            assert ctx.get(dut.reg_data) == model.rx.counters[a], a
+        assert model.rx.counters[RxCode.ACCEPTED] > 256 and sum(v > 0 for v in model.rx.counters[:16]) >= 8
+        ctx.set(cd.rst, 1)
+        await ctx.tick()
+        ctx.set(cd.rst, 0)
+        for a in range(32):
+            ctx.set(dut.reg_addr, a)
+            await ctx.tick()
+            if ctx.get(dut.reg_data) != 0:
+                kept.append((a, ctx.get(dut.reg_data)))
+                return
+
+    sim = Simulator(top)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    assert core.mismatches == 0
+    return kept[0] if kept else None
+
+
+@pytest.mark.slow
+def test_outcome_counters_bank_and_reset():
+    """MR-RX-300..302, MR-RX-307: the outcome counters 0..15 in one LUT RAM (hw-parser.md
+    MR-HW-100's bank) are exact in every cycle at random addresses, against the model, and read
+    0 after a reset though the LUT RAM keeps its rows (the helper's every-cycle check through
+    wraps and resets: tests/test_parser_arith.py::test_counter_ram_exact_every_cycle); MR-RX-306:
+    the registers 16..24 beside them read back as the model's too."""
+    assert _counter_bank_run() is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("helper, old, new", [
+    # MR-RX-302: a row read after the reset as the LUT RAM keeps it
+    (True, "return Mux(zero.bit_select(addr, 1), 0, rd_out.data)", "return rd_out.data"),
+    # MR-RX-301: S4's outcome as the wrong row; a record counted in a cycle S5 does not push
+    (False, "s5_code.eq(final[:4])", "s5_code.eq(final[1:5])"),
+    (False, "bank = counter_ram(m, push & s5_bank,", "bank = counter_ram(m, s5_bank,"),
+])
+def test_outcome_counters_bank_catches_wrong(helper, old, new):
+    """MR-RX-300..302's negative controls (MR-RX-307): the bank's row kept through the reset (read back
+    not 0), or counted at the wrong row or in a cycle without a push (the lockstep fails on
+    ``reg_data``)."""
+    from metaroce.tb.lockstep import wrong_form, wrong_helper
+    if helper:
+        assert _counter_bank_run(wrong_helper("rx", "counters", old, new).Rx) is not None
+    else:
+        with pytest.raises(Mismatch, match="reg_data"):
+            _counter_bank_run(wrong_form("rx", old, new).Rx)

@@ -703,3 +703,24 @@ def test_lockstep_failure_before_last_chunk_64():
     drv, _ = lockstep(64, items, lay, xc.templates(2, 4), params=_FAIL, seed=2, loss=0.1,
                       counters=True)
     xc.check(sem, items, drv)
+
+
+def test_engine_counters_count_together(monkeypatch):
+    """MR-TX-371: the engine's counters (MR-TX-126) are not a bank of one-a-cycle counters
+    (hw-parser.md MR-HW-103): on the failures' traffic (model) a bad frame's last beat counts
+    ``frames`` and ``frames_bad`` in one cycle, an error completion ``completions`` and
+    ``completions_err``, and a resend's request ``resends`` beside a completion, so they stay
+    registers."""
+    from itertools import combinations
+    from metaroce.models.tx import TX_CTR
+    names = {i: n for n, i in TX_CTR.items()}
+    pairs, step = set(), TxCycleModel.step
+
+    def counted_step(self, *a, **k):
+        out = step(self, *a, **k)
+        pairs.update(combinations(sorted(names[i] for i in set(self.counts_late)), 2))
+        return out
+    monkeypatch.setattr(TxCycleModel, "step", counted_step)
+    _failure_run(8, 1, rtl=False)
+    assert {("frames", "frames_bad"), ("completions", "completions_err"),
+            ("completions", "resends")} <= pairs, pairs
