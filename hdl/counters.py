@@ -1,17 +1,18 @@
-"""Counters in LUT RAM (hw-parser.md MR-HW-100, MR-HW-103): one bank of 64-bit rows, a row per
+"""Counters exact in every cycle: one register in pieces (:func:`wide_counter`, MR-HW-060,
+MR-TX-040), and in LUT RAM (hw-parser.md MR-HW-100, MR-HW-103): one bank of 64-bit rows, a row per
 counter, for counters of which at most one counts a cycle. Shared by the parser's reason
 counters (MR-HW-060), the RX's outcome counters (hw-rx.md MR-RX-300).
 """
 from amaranth.hdl import Cat, Const, Mux, Signal
 from amaranth.lib import memory
 
-__all__ = ["counter_ram"]
+__all__ = ["counter_ram", "wide_counter"]
 
 
 def counter_ram(m, inc, idx, addr, rows, nbits, piece=16, name="ctr"):
     """MR-HW-100: ``rows`` counters of ``nbits`` in one LUT RAM (``{name}_mem``), counter ``idx``
     adding 1 at each edge where ``inc`` is set (one counter a cycle), by a read-modify-write of
-    its row in ``piece``-bit pieces (no carry crosses a piece, as the parser's ``_wide_counter``):
+    its row in ``piece``-bit pieces (no carry crosses a piece, as :func:`wide_counter`):
     piece j adds the row's flag "pieces 0..j-1 all ones" (``{name}_carry{j}``), tested on the row
     as read at its previous increment (piece 0 one below all ones, the pieces between all ones),
     registered with that row's index (``{name}_set*``) and written into the flags at the next
@@ -50,3 +51,35 @@ def counter_ram(m, inc, idx, addr, rows, nbits, piece=16, name="ctr"):
     with m.If(set_en):
         m.d.sync += [f.bit_select(set_idx, 1).eq(set_val[j]) for j, f in enumerate(flags)]
     return Mux(zero.bit_select(addr, 1), 0, rd_out.data)
+
+
+def wide_counter(m, name, nbits, inc, chunk=16):
+    """An ``nbits`` counter (one register, ``name``) that adds 1 in the cycles ``inc`` is
+    true, counted in ``chunk``-bit pieces, exact in every cycle (MR-HW-060, MR-TX-040).
+
+    Piece ``j`` counts when ``inc`` and the register ``{name}_low{j}`` ("pieces 0..j-1 all
+    ones") are set: a 2-input enable, no carry or AND chain across pieces. ``low{j}`` is
+    loaded at each increment with "piece 0 is all ones but its bit 0, and pieces 1..j-1 are all
+    ones"; the latter is ``{name}_mid{j}``, registered every cycle from the pieces. ``mid``
+    is a cycle late only after piece 1 moves, which happens as piece 0 wraps to 0; piece 0
+    needs ``2**chunk - 2`` more increments before ``mid`` is read, so the late value is never
+    used."""
+    assert chunk >= 2
+    count = Signal(nbits, name=name)
+    pieces = [count[lo:lo + chunk] for lo in range(0, nbits, chunk)]
+    near_wrap0 = pieces[0] == (1 << len(pieces[0])) - 2
+    with m.If(inc):
+        m.d.sync += pieces[0].eq(pieces[0] + 1)
+    for j in range(1, len(pieces)):
+        low = Signal(name=f"{name}_low{j}")
+        if j == 1:
+            low_next = near_wrap0
+        else:
+            mid = Signal(name=f"{name}_mid{j}")
+            m.d.sync += mid.eq(Cat(*(p.all() for p in pieces[1:j])).all())
+            low_next = near_wrap0 & mid
+        with m.If(inc):
+            m.d.sync += low.eq(low_next)
+            with m.If(low):
+                m.d.sync += pieces[j].eq(pieces[j] + 1)
+    return count

@@ -71,7 +71,7 @@ from ..models.parser import (ACT_BYPASS, ACT_DISCARD, ACT_PAYLOAD, COUNTER_BITS,
                              META_LAYOUT, params)
 from ..models.wire import Op, Reason
 from . import icrc as icrc_hw
-from .counters import counter_ram
+from .counters import counter_ram, wide_counter
 
 __all__ = ["Parser", "Front", "VerdictPipeline", "MetaOutput", "Reader", "axis_signature",
            "meta_signature", "facts_layout", "record_layout", "VERDICT_LAYOUT"]
@@ -168,37 +168,6 @@ def _sum_is(a, b, const, nbits):
     carries = Cat(Const(0, 1), ((a & b) | ((a | b) & ~k))[:nbits - 1])
     return (a ^ b ^ k ^ carries) == 0
 
-
-def _wide_counter(m, name, nbits, inc, chunk=16):
-    """An ``nbits`` counter (one register, ``name``) that adds 1 in the cycles ``inc`` is
-    true, counted in ``chunk``-bit pieces, exact in every cycle (MR-HW-060, MR-TX-040).
-
-    Piece ``j`` counts when ``inc`` and the register ``{name}_low{j}`` ("pieces 0..j-1 all
-    ones") are set: a 2-input enable, no carry or AND chain across pieces. ``low{j}`` is
-    loaded at each increment with "piece 0 is all ones but its bit 0, and pieces 1..j-1 are all
-    ones"; the latter is ``{name}_mid{j}``, registered every cycle from the pieces. ``mid``
-    is a cycle late only after piece 1 moves, which happens as piece 0 wraps to 0; piece 0
-    needs ``2**chunk - 2`` more increments before ``mid`` is read, so the late value is never
-    used."""
-    assert chunk >= 2
-    count = Signal(nbits, name=name)
-    pieces = [count[lo:lo + chunk] for lo in range(0, nbits, chunk)]
-    near_wrap0 = pieces[0] == (1 << len(pieces[0])) - 2
-    with m.If(inc):
-        m.d.sync += pieces[0].eq(pieces[0] + 1)
-    for j in range(1, len(pieces)):
-        low = Signal(name=f"{name}_low{j}")
-        if j == 1:
-            low_next = near_wrap0
-        else:
-            mid = Signal(name=f"{name}_mid{j}")
-            m.d.sync += mid.eq(Cat(*(p.all() for p in pieces[1:j])).all())
-            low_next = near_wrap0 & mid
-        with m.If(inc):
-            m.d.sync += low.eq(low_next)
-            with m.If(low):
-                m.d.sync += pieces[j].eq(pieces[j] + 1)
-    return count
 
 #: Per-frame verdict from the verdict pipeline to the meta output (MR-HW-013, MR-HW-020):
 #: the reason, whether the fields are zeroed (drop before the ICRC), which extension headers
@@ -1079,7 +1048,7 @@ class Parser(wiring.Component):
         if self.drop_on_full:
             # MR-HW-082: frames dropped on overflow, counted when their last beat is in S1 (in
             # the cycle of a verdict too: a register of its own)
-            ovf_cnt = _wide_counter(m, f"cnt{OVERFLOW_COUNTER}", COUNTER_BITS, front.overflow)
+            ovf_cnt = wide_counter(m, f"cnt{OVERFLOW_COUNTER}", COUNTER_BITS, front.overflow)
             value = Mux(self.reg_addr == OVERFLOW_COUNTER, ovf_cnt, value)
         # rows N_REASON_COUNTERS.. are never written: they read 0 (address 9 without drop_on_full)
         m.d.sync += self.reg_data.eq(value)

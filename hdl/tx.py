@@ -60,7 +60,8 @@ from ..models.wire import ENTROPY_MASK, ROCE_PORT, MrdhFlag, Op
 from .cwnd import Cwnd
 from .dma_read import DmaRead, axi4_read_signature
 from .frame_builder import FrameBuilder
-from .parser import _wide_counter, axis_signature
+from .counters import wide_counter
+from .parser import axis_signature
 from .queue import HeadRegFIFO
 from .retransmit import Retransmit
 from .tx_pace import PacedTxSched
@@ -531,7 +532,7 @@ class Tx(wiring.Component):
         for name in TX_CTR:
             late = Signal(name=f"inc_late_{name}")
             m.d.sync += late.eq(events[name])
-            ctr.append(_wide_counter(m, f"ctr_{name}", rtx_model.COUNTER_BITS, late, chunk=8))
+            ctr.append(wide_counter(m, f"ctr_{name}", rtx_model.COUNTER_BITS, late, chunk=8))
         own = Signal(rtx_model.COUNTER_BITS)
         addr_late = Signal.like(self.reg_addr)
         k = (self.reg_addr - TX_CTR_BASE)[:3]

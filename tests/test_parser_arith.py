@@ -7,7 +7,8 @@ from amaranth.hdl import ClockDomain, Module, Signal
 from amaranth.sim import Simulator
 
 from metaroce.hdl.counters import counter_ram
-from metaroce.hdl.parser import _sum_is, _wide_counter
+from metaroce.hdl.counters import wide_counter
+from metaroce.hdl.parser import _sum_is
 
 
 def test_counter_in_pieces_counts_and_wraps():
@@ -15,7 +16,7 @@ def test_counter_in_pieces_counts_and_wraps():
     across piece boundaries and through the wrap (small pieces, so both happen quickly)."""
     m = Module()
     inc = Signal()
-    count = _wide_counter(m, "count", 10, inc, chunk=3)
+    count = wide_counter(m, "count", 10, inc, chunk=3)
     rng = random.Random(1)
 
     async def bench(ctx):

@@ -134,12 +134,12 @@ def test_wide_counter_exact_every_cycle():
     """MR-TX-040, MR-HW-060: the counter in pieces (each piece's carry-in a register) equals a
     plain counter in every cycle, through every piece's wrap, for back-to-back increments,
     sparse ones and gaps (small widths and pieces, so every piece wraps several times)."""
-    from metaroce.hdl.parser import _wide_counter
+    from metaroce.hdl.counters import wide_counter
     rng = random.Random(12)
     for nbits, chunk, cycles in ((8, 2, 1200), (10, 2, 3000), (12, 3, 9000), (12, 4, 9000)):
         m = Module()
         inc = Signal()
-        count = _wide_counter(m, "c", nbits, inc, chunk=chunk)
+        count = wide_counter(m, "c", nbits, inc, chunk=chunk)
 
         async def check(ctx, inc=inc, count=count, nbits=nbits, cycles=cycles):
             want, total, density = 0, 0, 1.0
