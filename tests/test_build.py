@@ -368,6 +368,34 @@ def test_resume_refuses_what_is_not_the_same_run(tmp_path):
         fpga_build._load_run(tmp_path / "empty", ident)
 
 
+def test_resume_reads_a_record_without_a_placer_as_heap(tmp_path):
+    """MR-FLOW-043: the placer is part of the run's identity; a record written before the
+    option existed was placed by nextpnr's default, heap, and resumes as such."""
+    ident = {"block": "smoke", "seed": 1, "placer": "heap"}
+    fpga_build._save_run(tmp_path, {"identity": {"block": "smoke", "seed": 1}, "done": {}})
+    assert fpga_build._load_run(tmp_path, ident)["done"] == {}
+    with pytest.raises(pnr.PnrError, match="another placer"):
+        fpga_build._load_run(tmp_path, {**ident, "placer": "static"})
+
+
+def test_ecp5_build_with_the_static_placer(smoke_block, capsys):
+    """MR-FLOW-043: `--placer static` places with nextpnr's static placer (its log line), the
+    stopped run's report names it, and resuming with another placer is refused in one line."""
+    import shutil
+    from test_pnr import HEAP_PLACER_LINE, STATIC_PLACER_LINE
+    base = ["build", "smoke", "--width", "8", "--target", "ecp5-85", "--no-kept-check", "--json"]
+    assert main([*base, "--placer", "static", "--stop-after", "place"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    run_dir = Path(rep["run_dir"])
+    log = (run_dir / "nextpnr_place.log").read_text()
+    assert rep["placer"] == "static" and rep["placed_estimate_mhz"] > 0
+    assert STATIC_PLACER_LINE in log and HEAP_PLACER_LINE not in log
+    assert main([*base, "--resume", str(run_dir)]) == 2
+    err = capsys.readouterr().err
+    assert "was built with another placer" in err and len(err.strip().splitlines()) == 1
+    shutil.rmtree(run_dir)
+
+
 def test_run_identity_does_not_name_the_checkout(smoke_block):
     """MR-FLOW-030: the wrapper's Verilog hashed into the identity carries no source paths,
     so a run made in one checkout resumes from another with the same RTL."""
@@ -402,9 +430,11 @@ def test_xcvu9p_build_of_a_tiny_block(smoke_block, tmp_path, capsys):
     (["build", "parser", "--target", "xcvu9p", "--resume", "x"], "--resume applies to --target ecp5-85 only"),
     (["build", "parser", "--target", "xcvu9p", "--timeout", "60"], "--timeout applies to --target ecp5-85 only"),
     (["build", "parser", "--timeout", "-1"], "--timeout must be a positive"),
+    (["build", "parser", "--placer", "annealing"], "unknown placer 'annealing'"),
+    (["build", "parser", "--target", "xcvu9p", "--placer", "static"], "--placer applies to --target ecp5-85 only"),
 ])
 def test_build_user_errors_are_one_line(argv, words, capsys):
-    """MR-FLOW-020."""
+    """MR-FLOW-020; MR-FLOW-043 (an unknown placer, a placer for the VU9P)."""
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert words in err and len(err.strip().splitlines()) == 1, err

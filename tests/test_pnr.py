@@ -37,6 +37,10 @@ Info: Critical path report for clock 'clk' (posedge -> posedge):
 Info: Max frequency for clock 'clk': 465.98 MHz (PASS at 250.00 MHz)
 """
 
+#: MR-FLOW-043: how each placer announces itself in nextpnr 0.11's log
+STATIC_PLACER_LINE = "Running Static placer..."
+HEAP_PLACER_LINE = "HeAP Placer Time"
+
 # The shape of nextpnr's --report JSON (two clocks; steps shortened).
 REPORT = {
     "fmax": {"clk": {"achieved": 465.98, "constraint": 250},
@@ -189,6 +193,29 @@ def test_pnr_stop_after_place(smoke_block, tmp_path, capsys):
     assert "post-placement estimate" in capsys.readouterr().out
 
 
+def test_nextpnr_placer_choice():
+    """MR-FLOW-043: heap is nextpnr's default (no flag); static and sa are passed; others
+    refused before any run."""
+    assert "--placer" not in pnr.nextpnr_args(125, 1)
+    args = pnr.nextpnr_args(125, 1, placer="static")
+    assert args[args.index("--placer") + 1] == "static"
+    with pytest.raises(pnr.PnrError, match="unknown placer 'annealing'"):
+        pnr.nextpnr_args(125, 1, placer="annealing")
+
+
+def test_pnr_static_placer_end_to_end(smoke_block, tmp_path, capsys):
+    """MR-FLOW-043: `--placer static` reaches nextpnr (its log names the static placer) and is
+    named in the JSON and the flow."""
+    out_dir = tmp_path / "run"
+    assert main(["pnr", "smoke", "--width", "8", "--json", "--stop-after", "place",
+                 "--placer", "static", "--out", str(out_dir)]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["placer"] == "static" and "--placer static" in rep["flow"]
+    log = (out_dir / "nextpnr.log").read_text()
+    assert STATIC_PLACER_LINE in log and HEAP_PLACER_LINE not in log
+    assert rep["placed_estimate_mhz"] > 100 and rep["ffs"] == 17
+
+
 def test_placed_estimate_is_the_first_line_per_clock():
     """MR-FLOW-033: the placer's estimate is each clock's first Fmax line (the route's last)."""
     assert pnr.parse_placed_estimate(SMOKE_LOG) == {"clk": 585.82}
@@ -207,6 +234,7 @@ def test_pnr_table_output(smoke_block, capsys):
     (["pnr", "parser", "--width", "64", "--freq", "0"], "--freq"),
     (["pnr", "parser", "--width", "64", "--router", "router3"], "unknown router 'router3'"),
     (["pnr", "parser", "--width", "64", "--stop-after", "route"], "unknown stage 'route'"),
+    (["pnr", "parser", "--width", "64", "--placer", "annealing"], "unknown placer 'annealing'"),
     (["pnr", "parser", "--width", "64", "--timeout", "0"], "--timeout must be a positive"),
 ])
 def test_pnr_user_errors_are_one_line(argv, words, capsys):

@@ -27,6 +27,10 @@ def add_arguments(p):
     p.add_argument("--router", default=None, metavar="ROUTER",
                    help="ecp5-85: nextpnr's router, router1 or router2 (default router2; "
                         "MR-FLOW-030)")
+    p.add_argument("--placer", default=None, metavar="PLACER",
+                   help="ecp5-85: nextpnr's placer, heap, static or sa (default heap; "
+                        "MR-FLOW-043: static placed the congested whole engine with a fifth "
+                        "less wire)")
     p.add_argument("--stop-after", default=None, metavar="STAGE",
                    help="ecp5-85: stop after the stage synth or place and keep the run "
                         "directory, to go on later with --resume (MR-FLOW-030)")
@@ -40,7 +44,7 @@ def add_arguments(p):
 
 
 def report(blk, width, *, target, freq=None, seed=1, out=None, kept_check=True, router=None,
-           stop_after=None, resume=None, timeout=None):
+           stop_after=None, resume=None, timeout=None, placer=None):
     """Build ``blk`` at ``width`` for ``target``; return the ``--json`` object."""
     from ..cli import CliError
     from .verilog import make_verilog
@@ -51,7 +55,7 @@ def report(blk, width, *, target, freq=None, seed=1, out=None, kept_check=True, 
     if not freq > 0:
         raise CliError(f"--freq must be a positive number of MHz, not {freq:g}")
     staged = {"--router": router, "--stop-after": stop_after, "--resume": resume,
-              "--timeout": timeout}
+              "--timeout": timeout, "--placer": placer}
     if target == "xcvu9p" and any(v is not None for v in staged.values()):
         used = [k for k, v in staged.items() if v is not None]
         raise CliError(f"{', '.join(used)} {'applies' if len(used) == 1 else 'apply'} "
@@ -60,6 +64,8 @@ def report(blk, width, *, target, freq=None, seed=1, out=None, kept_check=True, 
     timeout = DEFAULT_TIMEOUT_S if timeout is None else check_timeout(timeout)
     if router is not None and router not in fpga_build.ROUTERS:
         raise CliError(f"unknown router {router!r} (known: {', '.join(fpga_build.ROUTERS)})")
+    if placer is not None and placer not in pnr.PLACERS:
+        raise CliError(f"unknown placer {placer!r} (known: {', '.join(pnr.PLACERS)})")
     if stop_after is not None and stop_after not in fpga_build.STAGES[:-1]:
         raise CliError(f"--stop-after takes {' or '.join(fpga_build.STAGES[:-1])}, "
                        f"not {stop_after!r}")
@@ -75,7 +81,8 @@ def report(blk, width, *, target, freq=None, seed=1, out=None, kept_check=True, 
             rep = fpga_build.build_ecp5(text, blk.name, ports, freq_mhz=freq, seed=seed,
                                         keep_dir=out, kept_check=kept_check,
                                         router=router or fpga_build.DEFAULT_ROUTER,
-                                        stop_after=stop_after, resume=resume, timeout=timeout)
+                                        stop_after=stop_after, resume=resume, timeout=timeout,
+                                        placer=placer or fpga_build.DEFAULT_PLACER)
     except pnr.PnrError as e:
         raise CliError(str(e)) from None
     return {"block": blk.name, "width": width, **rep,
@@ -87,7 +94,8 @@ def run(args):
     blk = block_and_width(args)
     out = report(blk, args.width, target=args.target, freq=args.freq, seed=args.seed,
                  out=args.out, kept_check=args.kept_check, router=args.router,
-                 stop_after=args.stop_after, resume=args.resume, timeout=args.timeout)
+                 stop_after=args.stop_after, resume=args.resume, timeout=args.timeout,
+                 placer=args.placer)
     if args.json:
         print(json.dumps(out))
         return 0

@@ -28,6 +28,8 @@ def add_arguments(p):
     p.add_argument("--router", default="router1", metavar="ROUTER",
                    help="nextpnr's router: router1 (default; the results pages' figures) or router2 "
                         "(faster on large, congested blocks such as rx)")
+    p.add_argument("--placer", default="heap", metavar="PLACER",
+                   help="nextpnr's placer: heap (default, nextpnr's), static or sa (MR-FLOW-043)")
     p.add_argument("--stop-after", default="", metavar="STAGE",
                    help="stop after this stage: place (no routing; the placer's Fmax estimate and "
                         "placed.json, MR-FLOW-033)")
@@ -42,7 +44,7 @@ def add_arguments(p):
 
 
 def report(blk, width, *, freq=250.0, seed=1, out=None, router="router1", stop_after="",
-           timeout=DEFAULT_TIMEOUT_S):
+           timeout=DEFAULT_TIMEOUT_S, placer="heap"):
     """Place and route ``blk`` at ``width``; return the ``--json`` object."""
     from ..cli import CliError
     from .verilog import make_verilog
@@ -53,11 +55,14 @@ def report(blk, width, *, freq=250.0, seed=1, out=None, router="router1", stop_a
         raise CliError(f"unknown router {router!r} (known: {', '.join(pnr.ROUTERS)})")
     if stop_after and stop_after not in pnr.STOP_STAGES:
         raise CliError(f"unknown stage {stop_after!r} for --stop-after (known: {', '.join(pnr.STOP_STAGES)})")
+    if placer not in pnr.PLACERS:
+        raise CliError(f"unknown placer {placer!r} (known: {', '.join(pnr.PLACERS)})")
     check_timeout(timeout)
     text = make_verilog(blk, width, for_synthesis=True, platform=pnr.ECP5)
     try:
         rep = pnr.place_and_route(text, blk.name, freq_mhz=freq, seed=seed, keep_dir=out,
-                                  router=router, stop_after=stop_after, timeout=timeout)
+                                  router=router, stop_after=stop_after, timeout=timeout,
+                                  placer=placer)
     except pnr.PnrError as e:
         raise CliError(str(e)) from None
     return {"block": blk.name, "width": width, "device": rep.device,
@@ -66,12 +71,13 @@ def report(blk, width, *, freq=250.0, seed=1, out=None, router="router1", stop_a
             "placed_estimate_mhz": rep.placed_estimate_mhz, "stopped_after": stop_after or None,
             "luts": rep.luts, "ffs": rep.ffs, "brams": rep.brams, "lutram_luts": rep.lutram,
             "carry_luts": rep.carry_luts, "slices_comb": rep.slices_comb, "seed": seed,
-            "router": router, "timeout_s": timeout,
+            "router": router, "placer": placer, "timeout_s": timeout,
             "clocks": rep.clocks, "critical_path": rep.critical_path,
             "flow": (f"synth_ecp5 -top {blk.name} -noiopad (MR-FLOW-026's memory policy between "
                      f"its halves); nextpnr-ecp5 --85k --speed 8 "
                      f"--package CABGA381 --out-of-context --freq {freq:g} --seed {seed}"
                      + (f" --router {router}" if router != "router1" else "")
+                     + (f" --placer {placer}" if placer != "heap" else "")
                      + (" --no-route" if stop_after == "place" else "")),
             "tools": rep.tools, "seconds": rep.seconds, "out": rep.work_dir or None}
 
@@ -90,7 +96,7 @@ def placed_block(args):
 def run(args):
     blk = placed_block(args)
     out = report(blk, args.width, freq=args.freq, seed=args.seed, out=args.out, router=args.router,
-                 stop_after=args.stop_after, timeout=args.timeout)
+                 stop_after=args.stop_after, timeout=args.timeout, placer=args.placer)
     if args.json:
         print(json.dumps(out))
         return 0
