@@ -93,3 +93,14 @@ def test_block_synthesis_text_unchanged(block):
                                                      emit_src=False))
     old, dropped = synth.drop_zero_memory_init(old)
     assert dropped >= 1 and new == old
+
+
+def test_tx_rows_4096x8_block():
+    """MR-FLOW-047: the TX engine's default-size block: the row scheduler at 4,096 x 8, the
+    retransmit unit's 16,384 records, 256 reads outstanding."""
+    from metaroce import blocks
+    blk = blocks.get("tx_rows_4096x8")
+    tx = blk.make_component(512)
+    assert tx.rows and (tx.sched.conns, tx.sched.paths, tx.sched.streams) == (4096, 8, 2)
+    assert blocks.TX_4096X8 == dict(conns=4096, paths=8, pool=16384, outstanding=256)
+    assert blk.tb == "" and set(blk.shares) == {"sched", "rtx", "join", "dma", "fb"}
