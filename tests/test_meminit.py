@@ -1,6 +1,5 @@
 """Fast memory initialisers in Amaranth's RTLIL back end (sim/meminit.py): the same RTLIL and
 Verilog as Amaranth's own emitter, and the synthesis text the same as MR-FLOW-011's."""
-
 from metaroce.sim import meminit, synth
 from metaroce.sim.verilator import generate_verilog
 
