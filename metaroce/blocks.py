@@ -330,6 +330,21 @@ BLOCKS: dict[str, Block] = {
         shares={"sched": r"^sched$", "pacer": r"^pacer$", "rtx": r"^rtx$", "join": r"^join$",
                 "dma": r"^dma$", "fb": r"^fb$"},
     ),
+    # The TX engine at the default configuration's table sizes (issue 12's resource target,
+    # MR-FLOW-047): the row scheduler (the register one keeps every connection in flip-flops)
+    # at 4,096 connections x 8 paths, the retransmit unit's 16,384 records, 256 reads
+    # outstanding; the rest tx_rows's (2 streams x 4 work requests: the 3-bit message slot
+    # allows 8). For `metaroce synth` only: no Verilator stack of its own.
+    "tx_rows_4096x8": Block(
+        name="tx_rows_4096x8",
+        component="metaroce.blocks:tx_rows_4096x8",
+        model="metaroce.blocks:tx_rows_model_4096x8",
+        tb="",
+        help="TX engine (joined slice) with the row scheduler at 4,096 connections x 8 paths "
+             "(2 streams), 16,384 retransmit records, 256 reads outstanding (resources only)",
+        shares={"sched": r"^sched$", "rtx": r"^rtx$", "join": r"^join$", "dma": r"^dma$",
+                "fb": r"^fb$"},
+    ),
     # The whole engine: both halves and the ACK paths between them, the ACK frames built by the
     # TX half's frame builder (docs/spec/hw-engine.md section 5, MR-ENG-130, MR-ENG-282).
     "engine": Block(
@@ -356,6 +371,22 @@ BLOCKS: dict[str, Block] = {
                 "ack_out": r"^ack_out$"},
     ),
 }
+
+
+#: MR-FLOW-047: the TX engine's parameters at the default configuration (block tx_rows_4096x8).
+TX_4096X8 = dict(conns=4096, paths=8, pool=16384, outstanding=256)
+
+
+def tx_rows_4096x8(width=64):
+    """MR-FLOW-047: ``hdl.tx.Tx(rows=True)`` at :data:`TX_4096X8`."""
+    from metaroce.hdl.tx import Tx
+    return Tx(width, rows=True, **TX_4096X8)
+
+
+def tx_rows_model_4096x8(width=64):
+    """The cycle model of :func:`tx_rows_4096x8` (``models.tx.TxCycleModel(rows=True)``)."""
+    from metaroce.models.tx import SMALL, TxCycleModel
+    return TxCycleModel(width, **dict(SMALL, **TX_4096X8), rows=True)
 
 
 #: Verilator C++ flags for block builds: the generated C++ of a 512-bit block is ~10 MB, and

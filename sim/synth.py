@@ -215,9 +215,10 @@ def parse_stat_json(text: str, top: str) -> SynthReport:
                        cells=dict(sorted(cells.items())))
 
 
-_INIT_BLOCK_RE = re.compile(r"^([ \t]*)initial begin\n((?:[ \t]*[\w$\\.]+\[\d+\] = \d+'h[0-9a-fA-F_]+;\n)+)"
+# Yosys writes a row in hex, or in decimal where the width is 32 (``32'd0``).
+_INIT_BLOCK_RE = re.compile(r"^([ \t]*)initial begin\n((?:[ \t]*[\w$\\.]+\[\d+\] = \d+'[hd][0-9a-fA-F_]+;\n)+)"
                             r"[ \t]*end\n", re.M)
-_INIT_LINE_RE = re.compile(r"^[ \t]*([\w$\\.]+)\[\d+\] = \d+'h([0-9a-fA-F_]+);$", re.M)
+_INIT_LINE_RE = re.compile(r"^[ \t]*([\w$\\.]+)\[\d+\] = \d+'([hd])([0-9a-fA-F_]+);$", re.M)
 
 
 def drop_zero_memory_init(verilog: str) -> tuple[str, int]:
@@ -226,15 +227,20 @@ def drop_zero_memory_init(verilog: str) -> tuple[str, int]:
     ``lib.memory.Memory`` (one line per row, 32,768 lines for the RX engine's path table);
     a block RAM, UltraRAM or LUT RAM without an initial value powers up as zeros, so the
     netlist means the same, and Yosys no longer has to elaborate the rows one by one. A
-    block with any nonzero row, or with anything but row assignments, is kept as it is.
+    block with any nonzero row, or with anything but row assignments, is kept as it is. Rows
+    are read in hex or decimal (Yosys writes a 32-bit row as ``32'd0``).
     For synthesis and place and route only: simulation builds keep the initialisers."""
     dropped = 0
 
     def repl(m):
         nonlocal dropped
         rows = _INIT_LINE_RE.findall(m.group(2))
-        if rows and len({name for name, _ in rows}) == 1 and all(
-                int(v.replace("_", ""), 16) == 0 for _, v in rows):
+        try:
+            zero = rows and len({name for name, _, _ in rows}) == 1 and all(
+                int(v.replace("_", ""), 16 if base == "h" else 10) == 0 for _, base, v in rows)
+        except ValueError:              # not a number in its base: not a row we know
+            zero = False
+        if zero:
             dropped += 1
             return ""
         return m.group(0)

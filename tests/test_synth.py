@@ -297,7 +297,8 @@ def _rx_synthesis_text(name, rows):
     syn, dropped = synth.drop_zero_memory_init(full)
     assert f"path_mem[{rows - 1}] =" in full and "initial begin" in full
     assert "initial begin" not in syn and "reg [" in syn and f"path_mem [{rows - 1}:0];" in syn
-    assert dropped == 6           # connection, key and path tables, three output queues
+    # every RX memory starts at zero (17 at 42af22b: its tables and its queues' storage)
+    assert dropped == full.count("initial begin") >= 17
     return full, syn
 
 

@@ -28,7 +28,8 @@ def block_and_width(args):
 
 def make_verilog(blk, width, *, emit_src=False, for_synthesis=False, platform=None):
     """Verilog text of ``blk`` at ``width`` (top module named after the block); with
-    ``for_synthesis`` without the all-zero memory initialisers (MR-FLOW-011); ``platform``
+    ``for_synthesis`` without the all-zero memory initialisers (MR-FLOW-011: not written at
+    all, MR-FLOW-046); ``platform``
     is passed to every ``elaborate`` (``metaroce pnr``: :data:`metaroce.sim.pnr.ECP5`)."""
     from ..cli import CliError
     from metaroce.sim.verilator import generate_verilog
@@ -36,7 +37,8 @@ def make_verilog(blk, width, *, emit_src=False, for_synthesis=False, platform=No
         factory = blk.component_factory()
     except (ImportError, AttributeError) as e:
         raise CliError(f"block {blk.name!r} is not available: {e}") from None
-    text = generate_verilog(factory(width), blk.name, emit_src=emit_src, platform=platform)
+    text = generate_verilog(factory(width), blk.name, emit_src=emit_src, platform=platform,
+                            drop_zero_init=for_synthesis)
     if for_synthesis:
         from metaroce.sim.synth import drop_zero_memory_init
         text, _ = drop_zero_memory_init(text)
