@@ -97,7 +97,9 @@ def test_tx_rows_4096x8_block():
     retransmit unit's 16,384 records, 256 reads outstanding."""
     from metaroce import blocks
     blk = blocks.get("tx_rows_4096x8")
+    from metaroce.hdl.board_top import _silence_unused
     tx = blk.make_component(512)
+    _silence_unused(tx)             # built for its parameters only, not elaborated
     assert tx.rows and (tx.sched.conns, tx.sched.paths, tx.sched.streams) == (4096, 8, 2)
     assert blocks.TX_4096X8 == dict(conns=4096, paths=8, pool=16384, outstanding=256)
     assert blk.tb == "" and set(blk.shares) == {"sched", "rtx", "join", "dma", "fb"}
