@@ -115,9 +115,10 @@ def test_slow_updates(kind):
 
 
 def test_ring_alias():
-    """MR-RX-310: the PSNs that alias in the 256-bit ring (``rc.ring_alias_cases``: the PSN at
-    cum with cum + 256 received, a fill of 257, a slide whose run passes its arrival, slides
-    whose aliased PSN was and was not received), every packet acknowledged (its SACK read out)."""
+    """MR-RX-310, MR-RX-311, MR-RX-312, MR-RX-314: the PSNs that alias in the 256-bit ring
+    (``rc.ring_alias_cases``: the PSN at cum with cum + 256 received, a fill of 257, a slide
+    whose run passes its arrival, slides whose aliased PSN was and was not received), every
+    packet acknowledged (its SACK read out)."""
     s = rc.Setup(*SMALL, seed=16, ack_every=1)
     res = run_lockstep(64, s, rc.within_slots(s, rc.ring_alias_cases(s)), seed=9, p_idle=0.1, p_bp=0.2)
     assert res["counters"][RxCode.DUPLICATE] >= 1
@@ -126,7 +127,7 @@ def test_ring_alias():
 @pytest.mark.slow
 @pytest.mark.parametrize("flag", ["RING_NEAR", "RING_PAST"])
 def test_ring_alias_catches_wrong(flag, monkeypatch):
-    """MR-RX-310 (negative control): the ring lookup for every PSN in the window (a PSN at cum
+    """MR-RX-314 (negative control): the ring lookup for every PSN in the window (a PSN at cum
     or a slide sees an aliased bit), or a slide's arrival set though cum passed it: the
     lockstep of test_ring_alias fails."""
     import metaroce.hdl.rx as hdl_rx
