@@ -60,6 +60,13 @@ from .queue import HeadRegFIFO, SyncQueue
 #: that register holds it
 SL_ROW_LOAD = HOLD_CYCLES
 
+#: MR-RX-310: the ring's index bits (bit ``psn mod RING_BITS``), the rotator's amount bits
+RING_LOG2 = RING_BITS.bit_length() - 1
+assert RING_BITS == 1 << RING_LOG2 == P.SACK_BITS
+#: MR-RX-310: the hold's run vector, PSNs cum + 0 .. cum + 263: the ring's 256 (cum + 256 at
+#: the ring's bit of cum), a slide's arrival at cum + 257 and zeros to a whole group of 8
+RUN_BITS = RING_BITS + 8
+
 #: MR-RX-300: the outcome counters 0..15 are one LUT-RAM bank (a row each); msg_slots (16), the
 #: 17th outcome, a register of its own (a 16-row LUT RAM is one DPR16X4 per 4 bits)
 BANK_ROWS = 16
@@ -258,6 +265,11 @@ NX_FWD = True
 # update changes; the others already hold H5's row (S4's forward of the slow record's own write,
 # MR-RX-117). A wrong form that leaves out `cum` is the negative control's.
 SLOW_FWD_FIELDS = ("cum", "ring")
+# MR-RX-310: S4's ring lookup counts for a PSN near cum only (psn - cum in 1 .. 256), and H5
+# sets a slide's arrival only when the run did not pass it (False: wrong forms, MR-RX-013's
+# 512-bit ones, for the negative controls)
+RING_NEAR = True
+RING_PAST = True
 # MR-RX-205: the forwarded candidate's message-done test from S4's rest less S5's plen
 # (False: through S5's placed-bytes adder, the same function, for the depth comparison)
 NX_DONE = True
@@ -523,7 +535,7 @@ class Rx(wiring.Component):
             raise ValueError("max_rd_atomic is 1..255, with slot_nak")
         self.max_rd_atomic = max_rd_atomic
         # MR-RX-240: off, a configuration write of a path row clears its SACK ring (the field
-        # is not read), and the 512-bit rotator that places it in the ring is not built
+        # is not read), and the ring rotator that places it in the ring is not built
         self.cfg_sack = bool(cfg_sack)
         self.width = width
         # MR-RX-167: the message-slot verdict in S4, before the sequence state (off: MR-RX-083's
@@ -918,11 +930,11 @@ class Rx(wiring.Component):
         with m.If(advance):
             m.d.sync += [s3_psn_hi_m1.eq(s2_psn_hi_m1), s3_psn_p1.eq(_psn_neighbours(s2_carry.psn)[1])]
         s3_oh = Signal(RING_BITS)
-        # the one-hot from three predecoded 3-bit fields (a 3-input AND per bit; the shift of
-        # a constant 1 maps to a larger tree)
-        s3_oh_part = [Signal(8, name=f"s3_oh_part{i}") for i in range(3)]
+        # the one-hot of psn mod RING_BITS (MR-RX-310) from three predecoded fields of up to 3
+        # bits (a 3-input AND per bit; the shift of a constant 1 maps to a larger tree)
+        s3_oh_part = [Signal(1 << min(3, RING_LOG2 - 3 * i), name=f"s3_oh_part{i}") for i in range(3)]
         for i, part in enumerate(s3_oh_part):
-            m.d.comb += part.eq(Const(1, 8) << s3_psn[3 * i:3 * i + 3])
+            m.d.comb += part.eq(Const(1, len(part)) << s3_psn[3 * i:min(3 * i + 3, RING_LOG2)])
         m.d.comb += s3_oh.eq(Cat(*[s3_oh_part[0][k & 7] & s3_oh_part[1][k >> 3 & 7] & s3_oh_part[2][k >> 6]
                                    for k in range(RING_BITS)]))
         with m.If(advance):
@@ -1108,8 +1120,15 @@ class Rx(wiring.Component):
         in_win, behind, at_cum, gap, ahead = s4_win[0], s4_win[1], s4_win[2], s4_win[3], s4_win[4]
         ring_bit = (row.ring & s4_oh).any()
         next_bit = (row.ring & s4_oh_next).any()
-        new = in_win & ~ring_bit
-        dup = behind | (in_win & ring_bit)
+        dist_lo = Signal(9)
+        m.d.comb += dist_lo.eq(psn_lo - cum_lo)
+        # MR-RX-310: the ring holds cum+1 .. cum+256 only (bit psn mod 256): the PSN at cum and
+        # a slide's (cum+257 .. cum+512) alias onto window bits, so the lookup counts only for
+        # a PSN `near` (psn - cum in 1 .. 256)
+        near = in_win & (dist_lo != 0) & (~dist_lo[8] | (dist_lo[:8] == 0))
+        ring_hit = (near if RING_NEAR else in_win) & ring_bit
+        new = in_win & ~ring_hit
+        dup = behind | ring_hit
         outside = ~behind & ~in_win
         ce_bit = s4_carry.ce
         onset = ce_bit & ~row.prev_ce
@@ -1118,8 +1137,6 @@ class Rx(wiring.Component):
         pending = Signal(4)
         m.d.comb += pending.eq(row.pending + 1)
         ack_now = s4_carry.ack_req | gap | (pending >= ack_every) | onset
-        dist_lo = Signal(9)
-        m.d.comb += dist_lo.eq(psn_lo - cum_lo)
         slide = in_win & ((dist_lo[8] & dist_lo[:8].any()) | ((dist_lo == 0) & (psn_hi != cum_hi)))
 
         # without `advance`: every use of these terms is a register loaded on `advance` or the
@@ -1147,7 +1164,9 @@ class Rx(wiring.Component):
             m.d.comb += [nrow.ce.eq(0), nrow.pending.eq(0), nrow.ack_timer[:GEN_BITS].eq(gen_next)]
         with m.Elif(accepted):
             m.d.comb += [nrow.cum.eq(Mux(at_cum, s4_psn_p1, cum)),
-                         nrow.ring.eq(row.ring | Mux(at_cum, 0, s4_oh)),
+                         # MR-RX-310: only a PSN `near` sets its bit here; a slide's is set
+                         # by the hold after the abandoned bits are cleared (H5)
+                         nrow.ring.eq(row.ring | Mux(near, s4_oh, 0)),
                          nrow.high.eq(Mux(ahead, s4_psn_p1, row.high)), nrow.prev_ce.eq(ce_bit)]
             with m.If(ack_now):
                 m.d.comb += [nrow.ce.eq(0), nrow.pending.eq(0), nrow.ack_timer[:GEN_BITS].eq(gen_next)]
@@ -1174,6 +1193,7 @@ class Rx(wiring.Component):
         sl_cum_hi_p1 = Signal(15)
         sl_dist = Signal(9)
         sl_slide = Signal()
+        sl_oh = Signal(RING_BITS)       # MR-RX-310: the slow record's one-hot (a slide's arrival)
         # sl_step: S5's cum is sl_cum + 1 (the slow update at cum), else sl_cum: without
         # ROT_AMT the shared rotator turns by S5's cum, H1 and H4 turn its output back by
         # sl_step (see below)
@@ -1184,7 +1204,7 @@ class Rx(wiring.Component):
         assert HOLD_CYCLES >= 4
         with m.If(advance):
             m.d.sync += [sl_cum.eq(cum), sl_addr.eq(s4_carry.row), sl_cum_hi_p1.eq((cum_hi + 1)[:15]),
-                         sl_dist.eq(dist_lo), sl_slide.eq(slide), sl_step.eq(at_cum),
+                         sl_dist.eq(dist_lo), sl_slide.eq(slide), sl_step.eq(at_cum), sl_oh.eq(s4_oh),
                          rot_amt.eq(_rot_amt_next(slow, cum[:9], nrow.cum[:9])),
                          hold.eq(Mux(slow, HOLD_CYCLES, 0)), holding.eq(slow), slow_write.eq(0)]
         with m.Else():
@@ -1207,16 +1227,19 @@ class Rx(wiring.Component):
         ring_rot = Signal(RING_BITS)
         rel = Signal(RING_BITS)
         m.d.comb += rel.eq(ring_rot if ROT_AMT else Mux(sl_step, ring_rot.rotate_left(1), ring_rot))
-        h1_acc = Signal(RING_BITS)
+        # MR-RX-310: bit k of the run vector is PSN cum + k: rel's bits 1..255, rel's bit 0 (the
+        # ring's bit of cum holds cum + 256) at 256, a slide to cum + 257 (not yet in the ring,
+        # H5 sets it) at 257; bit 0 (cum itself) set
+        h1_acc = Signal(RUN_BITS)
         h1_holes = Signal(n_fill)     # received PSNs among the abandoned base, cum excluded
         h1_base = Signal(9)           # PSNs in the base: psn - 256 - cum
-        m.d.sync += [h1_acc.eq(rel | fill | Const(1, RING_BITS)),
+        m.d.sync += [h1_acc.eq(Cat(Cat(Const(1, 1), rel[1:]) | fill, rel[0], sl_slide & (sl_dist == 257))),
                      h1_holes.eq(Cat(Const(0, 1), rel[1:n_fill] & fill[1:])),
                      h1_base.eq(Mux(sl_slide, Mux(sl_dist == 0, P.SACK_BITS, sl_dist[:8]), 0))]
         # H2: groups of 8: all ones, the prefix-AND inside, the first zero; popcounts of 16
-        n_groups = RING_BITS // 8
+        n_groups = RUN_BITS // 8
         h2_full = Signal(n_groups)
-        h2_prefix = Signal(RING_BITS)
+        h2_prefix = Signal(RUN_BITS)
         h2_first = [Signal(3, name=f"h2_first{g}") for g in range(n_groups)]
         h2_pop = [Signal(5, name=f"h2_pop{g}") for g in range(n_fill // 16)]
         h2_base = Signal(9)
@@ -1229,21 +1252,25 @@ class Rx(wiring.Component):
                      h2_base.eq(h1_base)]
         # H3: the first group with a 0 (one-hot) and the run of ones from bit 0
         h3_first_group = Signal(n_groups)
-        h3_run = Signal(RING_BITS)     # H3's run of ones, loaded into S5's ring register
+        h3_run = Signal(RUN_BITS)     # H3's run of ones, loaded into S5's ring register
         h3_pop = [Signal(7, name=f"h3_pop{i}") for i in range(len(h2_pop) // 4)]
         h3_base = Signal(9)
         # all groups below g full: the full eights of groups below g's eight, then g's own
-        eights = [h2_full[8 * j:8 * j + 8].all() for j in range(n_groups // 8)]
+        eights = [h2_full[8 * j:8 * j + 8].all() for j in range((n_groups + 7) // 8)]
         before = [Cat(Const(1, 1), *eights[:g // 8], h2_full[8 * (g // 8):g]).all() for g in range(n_groups)]
         m.d.comb += [h3_run[8 * g + k].eq(before[g] & h2_prefix[8 * g + k]) for g in range(n_groups)
                      for k in range(8)]
+        # MR-RX-310: the run reached the arrival at cum + 257 (cum passes it: not set in H5)
+        h3_past = Signal()
         m.d.sync += [*[h3_first_group[g].eq(before[g] & ~h2_full[g]) for g in range(n_groups)],
+                     h3_past.eq(h3_run[RING_BITS + 1]),
                      *[p.eq(_popcount_sum(h2_pop[4 * i:4 * i + 4])) for i, p in enumerate(h3_pop)],
                      h3_base.eq(h2_base)]
         # H4: the advance; the bits to clear (the run after cum, in ring positions)
         h4_advance = Signal(9)
         h4_clear = Signal(RING_BITS)
         h4_abandoned = Signal(9)
+        h4_set = Signal()       # MR-RX-310: H5 sets the slide's arrival (sl_oh)
         group_index = Cat(*[Cat(*[h3_first_group[g] for g in range(n_groups) if g >> j & 1]).any()
                             for j in range(6)])
         inner = Cat(*[Cat(*[h3_first_group[g] & h2_first[g][j] for g in range(n_groups)]).any()
@@ -1251,14 +1278,15 @@ class Rx(wiring.Component):
         m.d.sync += [h4_advance.eq(Cat(inner, group_index)),
                      # H4's turn: the run rotated left by sl_cum_lo (the rotator's right
                      # rotate of it bit-reversed, reversed)
-                     h4_clear.eq(rel[::-1]),
+                     h4_clear.eq(rel[::-1]), h4_set.eq(sl_slide & ~(h3_past if RING_PAST else 0)),
                      h4_abandoned.eq(h3_base - _popcount_sum(h3_pop))]
         # H5: the new cum and ring
         new_lo = Signal(10)
         m.d.comb += new_lo.eq(sl_cum_lo + h4_advance)
         slow_row = Signal(lay.path_mem)
         m.d.comb += [slow_row.eq(sl_row), slow_row.cum.eq(Cat(new_lo[:9], Mux(new_lo[9], sl_cum_hi_p1, sl_cum[9:]))),
-                     slow_row.ring.eq(sl_row.ring & ~h4_clear)]
+                     # MR-RX-310: the abandoned and the run cleared, then the slide's arrival set
+                     slow_row.ring.eq((sl_row.ring & ~h4_clear) | Mux(h4_set, sl_oh, 0))]
 
         # -- configuration writes and the path-row write port (MR-RX-060, MR-RX-042, MR-RX-013)
         cfg = self.s_cfg.payload
@@ -1278,9 +1306,10 @@ class Rx(wiring.Component):
             if name == "sack" and not self.cfg_sack:
                 m.d.comb += cfg_row.ring.eq(0)          # MR-RX-240
             elif name == "sack":
-                # bit psn mod 512 for the PSNs cum+1 .. cum+256
-                m.d.comb += cfg_row.ring.eq(_rotate(m, Cat(Const(0, 1), cfg_path.sack, Const(0, RING_BITS - 1 - P.SACK_BITS)),
-                                                    cfg_path.cum[:9], left=True, name="cfg_rot"))
+                # bit psn mod 256 for the PSNs cum+1 .. cum+256 (MR-RX-310): SACK bit j at
+                # cum + 1 + j, the SACK turned left by one, then by cum
+                m.d.comb += cfg_row.ring.eq(_rotate(m, cfg_path.sack.rotate_left(1),
+                                                    cfg_path.cum[:RING_LOG2], left=True, name="cfg_rot"))
             else:
                 m.d.comb += cfg_row[name].eq(cfg_path[name])
         # MR-RX-117: the path row read in S2 (S3's row again during a hold) and registered for
@@ -1384,13 +1413,15 @@ class Rx(wiring.Component):
             m.d.sync += s5_ring.eq(path_wd[ring_field.offset:ring_field.offset + ring_field.width])
         with m.Elif(hold == HOLD_CYCLES - 2):
             # H3: the run (bit-reversed, cum's bit cleared) into S5's ring register for H4's
-            # rotate: no hold outside an ACK push reads S5's ring after H1's turn
-            m.d.sync += s5_ring.eq(Cat(Const(0, 1), h3_run[1:])[::-1])
+            # rotate: no hold outside an ACK push reads S5's ring after H1's turn. MR-RX-310:
+            # PSN cum + 256's bit is the ring's bit of cum (cum + 257's is cum + 1's, in the run
+            # whenever cum + 257 is)
+            m.d.sync += s5_ring.eq(Cat(h3_run[RING_BITS], h3_run[1:RING_BITS])[::-1])
         with m.If(advance & tmr):
             # the ACK of a timer names the path's newest pending packet (MR-SEQ-009)
             m.d.sync += [s5_carry.psn.eq(row.last_psn), s5_carry.sport.eq(row.last_sport)]
         push = s5_valid & advance
-        # One 512-bit ring rotator (MR-RX-013, MR-RX-048) for H1's rotate to cum (hold ==
+        # One ring rotator (MR-RX-310, MR-RX-048) for H1's rotate to cum (hold ==
         # HOLD_CYCLES), H4's rotate back of the run (hold == HOLD_CYCLES - 3) and S5's SACK read-out (the ACK
         # is pushed only in a cycle that advances, no hold): never two in one cycle. H1's and
         # H4's registers take its output every cycle; only their own turn's value is used (H2
@@ -1401,16 +1432,16 @@ class Rx(wiring.Component):
         # that started the hold); H3 loads the run into it for H4's turn. MR-RX-280: the amount
         # is `rot_amt`, S5's cum outside the hold and sl_cum in it, so H1 and H4 take the output
         # as it is (without ROT_AMT: S5's cum, sl_cum + sl_step in both turns, and H1 and H4 turn
-        # the output left by sl_step, 512 2:1 muxes).
-        ring_amt = rot_amt if ROT_AMT else s5_cum[:9]
+        # the output left by sl_step, 256 2:1 muxes).
+        ring_amt = (rot_amt if ROT_AMT else s5_cum)[:RING_LOG2]
         if ROT_DSP:
             # MR-RX-298: its low stages in multipliers (the same rotate, about 3,100 fewer LUT4s)
             ring_rot_in = _rotate_right_dsp(m, s5_ring, ring_amt, name="ring_rot")
         else:
             ring_rot_in = _rotate(m, s5_ring, ring_amt, left=False, name="ring_rot")
         m.d.comb += ring_rot.eq(ring_rot_in)
-        # the SACK: the ring from cum + 1 (MR-RX-013)
-        s5_sack = ring_rot[1:P.SACK_BITS + 1]
+        # the SACK: the ring from cum + 1 (MR-RX-310: cum + 256's bit is the ring's bit of cum)
+        s5_sack = Cat(ring_rot[1:], ring_rot[0])
         ackw = Signal(lay.ack)
         m.d.comb += [ackw.conn.eq(s5_carry.conn), ackw.path.eq(s5_carry.path), ackw.psn.eq(s5_carry.psn),
                      ackw.sport.eq(s5_carry.sport)]

@@ -126,8 +126,9 @@ CHECK_STAGES = 3
 #: its window-stage cycle.
 HOLD_CYCLES = 5
 
-#: MR-RX-013: the path row's SACK ring in the RTL's path table (PSN-indexed, ``psn mod 512``).
-RING_BITS = 2 * P.SACK_BITS
+#: MR-RX-310: the path row's SACK ring in the RTL's path table (PSN-indexed, ``psn mod 256``:
+#: one bit a PSN of the window ``cum+1 .. cum+256``; MR-RX-013's 512 withdrawn).
+RING_BITS = P.SACK_BITS
 
 #: MR-RX-041: slots of each output queue (ACK/NAK requests, placement commands, payload steering).
 FIFO_DEPTH = 16
@@ -274,7 +275,7 @@ def layouts(conns=records.CONNS, paths=records.PATHS, keys=1024, msg_slots=MSG_S
     # MR-RX-011: one memory region per row, indexed by the R_Key's low bits.
     key = data.StructLayout({"valid": 1, "rkey": 32, "base": 64, "length": 32, "access": 4})
     path = records.PATH_RX
-    # MR-RX-013: the row as the RTL's path table stores it: the SACK as a PSN-indexed ring.
+    # MR-RX-310: the row as the RTL's path table stores it: the SACK as a PSN-indexed ring.
     # MR-RX-241: of `ack_timer` only the ACK generation (its low GEN_BITS), the bits any port reads
     path_mem = data.StructLayout(dict(("ring", RING_BITS) if name == "sack" else
                                       ("ack_timer", GEN_BITS) if name == "ack_timer" else (name, f.shape)

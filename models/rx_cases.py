@@ -295,6 +295,31 @@ def burst_slow(s: Setup, n=32, *, kind="slide", plen=0):
                     name=f"{kind}{i}") for i, d in enumerate(ds)]
 
 
+def ring_alias_cases(s: Setup, path=0):
+    """MR-RX-310: the PSNs that alias in the 256-bit ring (bit ``psn mod 256``), on rows of a
+    path of connection 0 written with their SACK (stored as the ring): a whole window received,
+    then the PSN at ``cum`` (``cum + 256``'s bit is ``cum``'s; a filled gap of 257) or a slide
+    to ``cum + 257`` whose run passes the arrival (``cum`` one past it: its bit stays clear);
+    ``cum + 256`` alone received, then the PSN at ``cum`` (a fast update) and ``cum + 256``
+    again (a duplicate); slides whose aliased PSN (``psn - 256``) was received and was not,
+    over random SACKs. Each row followed by a few packets of every kind."""
+    rng, c, lay = s.rng, s.conns[0], s.lay
+    full = (1 << P.SACK_BITS) - 1
+    rows = [(full, [0, 256 + 2, 1, 256]), (full, [257, 258 + 256, 258, 258 + 256]),
+            (1 << 255, [0, 256, 1 + 256, 257]), (1 << 43, [300, 45 + 256, 44]),
+            ((1 << 43) ^ full, [300, 2]), (0, [259, 3 + 256, 3])]
+    rows += [(rng.getrandbits(P.SACK_BITS), [rng.choice([0, 257, 256 + rng.randrange(1, 257)]), rng.randrange(1, 257)])
+             for _ in range(6)]
+    out = []
+    for sack, ds in rows:
+        base = rng.getrandbits(24)
+        out.append(CfgWrite(TABLE_PATH, (c.qp << lay.path_bits) | path,
+                            pack(lay.path, {"cum": base, "sack": sack, "high": base}), f"alias-row{path}"))
+        out += [s.write(c, path=path, psn=P.psn_add(base, d), plen=0, name=f"alias+{d}") for d in ds]
+    out.append(s.path_write(c.qp, path, c.psn[path]))
+    return out
+
+
 def path_forward_cases(s: Setup, rounds=4):
     """MR-RX-117: records of one path at distances 1 and 2 in record order (the path row's
     write of the same cycle, then of the cycle before, forwarded into the row S3 registers)

@@ -114,6 +114,19 @@ def test_slow_updates(kind):
     assert res["counters"][RxCode.ACCEPTED] >= 20
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("flag", ["RING_NEAR", "RING_PAST"])
+def test_ring_alias_catches_wrong(flag, monkeypatch):
+    """MR-RX-314 (negative control): the ring lookup for every PSN in the window (a PSN at cum
+    or a slide sees an aliased bit), or a slide's arrival set though cum passed it: the
+    lockstep of ``rc.ring_alias_cases`` (in test_window_and_bad_inputs's stimulus) fails."""
+    import metaroce.hdl.rx as hdl_rx
+    monkeypatch.setattr(hdl_rx, flag, False)
+    s = rc.Setup(*SMALL, seed=16, ack_every=1)
+    with pytest.raises(Mismatch):
+        run_lockstep(64, s, rc.within_slots(s, rc.ring_alias_cases(s)), seed=9, p_idle=0.1, p_bp=0.2, share=False)
+
+
 def test_slow_row_from_write_register_catches_wrong_cycle(monkeypatch):
     """MR-RX-125 (negative control): sl_row takes the slow record's new row from the path
     table's write register in H1, the one cycle that register holds it; loaded one hold cycle
@@ -145,9 +158,12 @@ def test_window_and_bad_inputs(width, shape):
     """MR-RX-020..033, MR-RX-049, MR-RX-050: reordering, gaps, slides beyond 256, PSNs beyond
     512, duplicates, CE marks, every bad-input class (the checks the RTL splits over S1..S3 with
     limb sums, MR-RX-049, give the model's outcome in the model's cycle); random idle cycles and
-    backpressure."""
+    backpressure. MR-RX-310, MR-RX-311, MR-RX-312, MR-RX-314: then the PSNs that alias in the
+    256-bit ring (``rc.ring_alias_cases``: the PSN at cum with cum + 256 received, a fill of
+    257, a slide whose run passes its arrival, slides whose aliased PSN was and was not
+    received)."""
     s = rc.Setup(*SMALL, seed=5)
-    cases = rc.window_cases(s) + rc.bad_cases(s) + rc.burst_same_path(s, 12, plen=9)
+    cases = rc.window_cases(s) + rc.bad_cases(s) + rc.burst_same_path(s, 12, plen=9) + rc.ring_alias_cases(s)
     p_idle, p_bp = rc.SHAPES[shape]
     res = run_lockstep(width, s, cases, seed=7, p_idle=p_idle, p_bp=p_bp)
     codes = res["counters"]

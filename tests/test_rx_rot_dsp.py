@@ -1,5 +1,5 @@
 """The RX's ring rotator in multipliers (MR-RX-298, MR-RX-299): each form of hdl/rx.py's
-rotator (``ROT_DSP`` 0, 1, 2) turns the 512-bit ring right by every amount 0..511, checked bit
+rotator (``ROT_DSP`` 0, 1, 2) turns the 256-bit ring (MR-RX-310, MR-RX-313) right by every amount 0..255, checked bit
 for bit against Python's rotate in the Amaranth simulator; a wrong join of the multipliers'
 halves must fail the same check (negative control). The RX's locksteps (test_rx_amaranth.py,
 test_rx_rtl.py) run the default form inside the RX."""
@@ -18,7 +18,7 @@ def _rotator_mismatches(form):
     """The amounts (0..RING_BITS - 1) at which ``hdl_rx``'s rotator in form ``form`` differs from
     a right rotate, a random ring for each."""
     m = Module()
-    ring, amount, out = Signal(RING_BITS), Signal(9), Signal(RING_BITS)
+    ring, amount, out = Signal(RING_BITS), Signal(hdl_rx.RING_LOG2), Signal(RING_BITS)
     if form:
         m.d.comb += out.eq(hdl_rx._rotate_right_dsp(m, ring, amount, name="t"))
     else:
@@ -43,7 +43,7 @@ def _rotator_mismatches(form):
 
 @pytest.mark.parametrize("form", [0, 1, 2])
 def test_ring_rotator_forms(form, monkeypatch):
-    """MR-RX-298, MR-RX-299: the rotator with no, four and eight of its stages in multipliers is
+    """MR-RX-298, MR-RX-299, MR-RX-313: the rotator with no, four and eight of its stages in multipliers is
     the same right rotate for every amount."""
     monkeypatch.setattr(hdl_rx, "ROT_DSP", form)
     assert _rotator_mismatches(form) == []

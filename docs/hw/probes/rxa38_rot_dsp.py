@@ -6,7 +6,7 @@ keys=256, streams=4, chunk_ring=32, max_rd_atomic=RD_ATOMIC, cfg_sack=False)``) 
 (``engine_block_ecp5.packed_row``: TRELLIS_COMB, FF, DP16KD; Yosys's cells in OUT/syn/stat.json).
 About 10-20 minutes at load 10.
 
-``rot OUT FORM``: the 512-bit rotator alone (a register in, the amount a register, a register
+``rot OUT FORM``: the ring rotator alone (RING_BITS, 256 since ring40) (a register in, the amount a register, a register
 out) in form ``ROT_DSP = FORM``, mapped with the build's Yosys flow and placed and routed out of
 context on the ECP5-85 at 125 MHz (seed 1, or SEED): nextpnr's routed Fmax and cells. About
 3-8 minutes.
@@ -55,7 +55,7 @@ class _Rot(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        ring, amt, res = Signal(512), Signal(9), Signal(512)
+        ring, amt, res = Signal(rxmod.RING_BITS), Signal(rxmod.RING_LOG2), Signal(rxmod.RING_BITS)
         m.d.sync += [ring.eq(ring.rotate_left(1) ^ self.d), amt.eq(amt + self.a)]
         if self.form:
             r = rxmod._rotate_right_dsp(m, ring, amt, name="rr")
