@@ -1529,3 +1529,54 @@ class _NamedRule(tuple):
 
     def __new__(cls, regex, why, pred):
         return super().__new__(cls, (regex, why, pred))
+
+
+# ------------------------------------------------------------------ the TX engine (MR-TX-416..)
+
+#: MR-TX-418: the TX engine's functional bins, each with what hits it (a bin is hit in a
+#: traffic shape when its event count there is above 0; the events are
+#: ``models.tx_cases.coverage_counts``'s).
+TX_BINS = {
+    "op:write": "a WRITE frame sent", "op:write_imm": "a WRITE_IMM frame sent",
+    "op:send": "a SEND frame sent", "op:send_imm": "a SEND_IMM frame sent",
+    "op:read": "a READ request frame sent", "op:cmp_swap": "a CMP_SWAP frame sent",
+    "op:fetch_add": "a FETCH_ADD frame sent", "op:read_resp": "a READ response frame sent (s_rsp)",
+    "status:ok": "a completion with status 0",
+    "status:loc_len_err": "a completion LOC_LEN_ERR (too many chunks, an atomic not of 8 bytes)",
+    "status:loc_qp_op_err": "a completion LOC_QP_OP_ERR (an opcode not sent, no such stream)",
+    "status:loc_prot_err": "a completion LOC_PROT_ERR (its payload reads failed)",
+    "status:retry_exc_err": "a completion RETRY_EXC_ERR (its connection's retry limit)",
+    "resend:sack_gap": "a record reported lost by an ACK's SACK gap (gap_losses)",
+    "resend:timeout": "a record reported lost by a timeout (timeout_losses)",
+    "resend:tail_probe": "a tail probe (tail_probes)",
+    "timer:timeout": "a retransmit timer's timeout (timeouts)",
+    "ack:new": "an ACK that resolved records (acks)",
+    "ack:no_progress": "an ACK that resolved none: a duplicate or stale one (acks_stale)",
+    "ack:bad": "a bad ACK: a path beyond the instance, PSNs never sent (acks_bad)",
+    "ack:nak": "a NAK, counted only (MR-TX-024: naks)",
+    "ack_offered:duplicate": "an ACK taken again right after itself",
+    "ack_offered:stale": "an older ACK of its path taken (a lower cum)",
+    "error:retry_limit": "a retry limit's error on m_error (errors)",
+    "frame:read_error": "a frame marked bad (tuser) after a failed payload read",
+    "rsp:refused": "a READ response frame with the ERROR flag (a refused READ)",
+}
+
+
+def functional_tx(width: int, shapes: dict[str, dict]) -> dict:
+    """MR-TX-418: the TX engine's functional bins, :data:`TX_BINS` x traffic shape, from the
+    per-shape event counts of ``tb.tx.tx_coverage`` at this run's width: bins hit / total, the
+    missed ones named, the counts; ``unexpected``: events with no bin (an ``op:other`` frame)."""
+    table = {f"{b}/{shape}": int(counts.get(b, 0)) for shape, counts in shapes.items() for b in TX_BINS}
+    missing = [k for k, n in table.items() if n == 0]
+    total = len(table)
+    other = {f"{k}/{shape}": n for shape, counts in shapes.items() for k, n in counts.items()
+             if k not in TX_BINS and n and not k.startswith(("resend:frame", "probe:frame"))}
+    return {"width": width, "bins_total": total, "bins_hit": total - len(missing),
+            "percent": round(100.0 * (total - len(missing)) / total, 2) if total else None,
+            "missing": missing, "bins": {"event x shape": table}, "unexpected": other,
+            "every_bin_some_shape": all(any(table[f"{b}/{s}"] for s in shapes) for b in TX_BINS)}
+
+
+def tx_exclusions(points=()):
+    """MR-TX-419: toggle exclusions of the TX engine, each with its reason."""
+    return []
