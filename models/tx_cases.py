@@ -1076,6 +1076,8 @@ class CoverageDriver(Driver):
         self.hist = defaultdict(list)           # (conn, path) -> the ACK records sent
         self.kind_of = {}                       # id(record) -> kind
         self.ack_kinds = defaultdict(int)
+        self.sem = None                         # the model's scheduler state, for window_waits
+        self.waits = defaultdict(int)           # cycles each wait of window_waits held
 
     def _ack(self, conn, path):
         q = self.ack_later if self.ack_delay else self.ack_q
@@ -1114,9 +1116,44 @@ class CoverageDriver(Driver):
 
     def observe(self, inp, out):
         offer = self.ack_offer
+        if self.sem is not None and not self._phase:
+            for kind in window_waits(self.sem):
+                self.waits[kind] += 1
         super().observe(inp, out)
         if offer is not None and self.ack_offer is None:
             self.ack_kinds[self.kind_of.pop(id(offer), "ack")] += 1
+
+
+def window_waits(sem: TxSchedModel):
+    """MR-TX-418: what holds the scheduler's connections back in its semantic state ``sem`` (the
+    cycle model's ``sched.sem``) now: ``chunk_window`` (a stream's next chunk beyond its chunk
+    window, MR-TXS-0xx's ``chunk_window_open``), ``conn_window`` (the connection's bytes in flight
+    and the packet's above its window, MR-CC-001), ``path_window`` (no path takes the packet:
+    each full, at its packet bound, probing or retired, MR-TXS-025); a set of those."""
+    out = set()
+    for c in range(sem.conns):
+        cand = sem._candidate(c)
+        if cand is None:
+            for s in range(sem.streams):
+                q = sem.q[sem.qi(c, s)]
+                if q["send"] != q["tail"]:
+                    e = q["ring"][q["send"] % sem.depth]
+                    if not e["status"] and not P.chunk_window_open(e["next_chunk"], e["ack_base"],
+                                                                   sem.chunk_window):
+                        out.add("chunk_window")
+            continue
+        kind, w = cand
+        if kind == "drop":
+            continue
+        qi, i, chunk = w
+        e = sem.q[qi]["ring"][i]
+        nbytes = P.chunk_bytes(msg_len(e["op"], e["length"]), chunk, sem.mtu)
+        cs = sem.conn[c]
+        if cs["inflight"] and cs["inflight"] + nbytes > sem.conn_window:
+            out.add("conn_window")
+        elif sem._path(c, kind == "resend") is None:
+            out.add("path_window")
+    return out
 
 
 def coverage_batches(sem: TxSchedModel, params, lay, width, shape, n, *, seed=0):
@@ -1148,7 +1185,33 @@ def coverage_batches(sem: TxSchedModel, params, lay, width, shape, n, *, seed=0)
     dead = CoverageDriver(lay, width, d_items, d_mem, tmpls, seed=seed + 7, loss=0.1, dead=(1,), **kw)
     dead.jump_ns = 32 * 40_000
     out.append(("dead", d_items, [], dead))
+    w_items, w_mem = window_work(params)
+    setups = [dict(x, cwnd=2 * params["mtu"]) for x in cc_setups(params, 0)]
+    win = CoverageDriver(lay, width, w_items, w_mem, tmpls, seed=seed + 11, loss=0.0, p_ack=0.0,
+                         extras=(), cw_setups=setups, ack_delay=WINDOW_ACK_DELAY,
+                         cc={"cc_on": 1, "cc_beta_q": P.Q_ONE, "cc_cap": CC_CAP},
+                         ce_paths={(CC_CONN, CC_MARKED)}, **dict(kw, ns_per_cycle=4))
+    out.append(("windows", w_items, [], win))
     return out
+
+
+#: MR-TX-418: the windows batch's ACK delay (cycles): longer than 16 chunks take to leave at
+#: 64 bits (2,048 cycles), so that a message's chunk window closes
+WINDOW_ACK_DELAY = 2500
+
+
+def window_work(params):
+    """MR-TX-418: the windows batch's work: connection 1 one WRITE of 17 chunks (its chunk
+    window, 16, closes while the ACKs are delayed), connection 0 one WRITE of 12 chunks (its
+    paths' windows set to two MTUs close); ``(items, memory layout)``."""
+    from .tx_sched_cases import wr_item
+    mtu = params["mtu"]
+    items = [wr_item(1, 0, 17 * mtu, wr_id=0), wr_item(0, 1, 12 * mtu, wr_id=1)]
+    items[1]["laddr"] = 17 * mtu
+    lay = Layout(29 * mtu + 4096)
+    for w in items:
+        w["laddr"] += lay.base
+    return items, lay
 
 
 def coverage_counts(model, drv, summary):
@@ -1186,4 +1249,6 @@ def coverage_counts(model, drv, summary):
         if kind != "ack":
             c[f"ack_offered:{kind}"] += n
     c["probe:frame"] += summary.get("probes", 0)
+    for kind, n in getattr(drv, "waits", {}).items():
+        c[f"wait:{kind}"] += n
     return dict(c)

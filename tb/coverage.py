@@ -1559,7 +1559,15 @@ TX_BINS = {
     "error:retry_limit": "a retry limit's error on m_error (errors)",
     "frame:read_error": "a frame marked bad (tuser) after a failed payload read",
     "rsp:refused": "a READ response frame with the ERROR flag (a refused READ)",
+    "wait:chunk_window": "a cycle a stream's next chunk waited for its chunk window (MR-ENG-012)",
+    "wait:path_window": "a cycle a packet waited for a path: each full, at its packet bound, "
+                        "probing or retired (MR-TXS-025)",
 }
+#: MR-TX-418: waits the small instance cannot show, with the reason (no bins): a connection's
+#: bytes in flight stay below its window when every stream's chunk window is full
+#: (``streams x chunk_window x mtu`` = 2 x 16 x 1,024 = 32,768 < conn_window 50,000, checked
+#: by tests/test_tx_coverage.py)
+TX_UNREACHABLE = {"wait:conn_window": "streams x chunk_window x mtu < conn_window in the small instance"}
 
 
 def functional_tx(width: int, shapes: dict[str, dict]) -> dict:

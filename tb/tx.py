@@ -213,7 +213,7 @@ async def tx_coverage(dut):
     n = int(os.environ.get("TX_COVERAGE_WRS", "20"))
     shapes = os.environ.get("METAROCE_COVERAGE_SHAPES", ",".join(xc.SHAPES)).split(",")
     out = {"width": width, "shapes": {}, "problems": [], "mismatches": 0, "mismatch_reports": [],
-           "cycles": 0, "batches": []}
+           "cycles": 0, "batches": [], "counter_max": {}}
     lay = TxCycleModel(width, **SMALL).lay
     first = True
     for k, shape in enumerate(shapes):
@@ -222,6 +222,7 @@ async def tx_coverage(dut):
                                                           seed=seed * 100 + k):
             model, h = await _harness(dut, width, first=first, stop_on_mismatch=False)
             first = False
+            drv.sem = model.sched.sem           # the window waits (MR-TX-418)
             where = f"{shape}/{name}"
             cycles = None
             try:
@@ -240,6 +241,11 @@ async def tx_coverage(dut):
                     out["problems"].append(f"{where}: {str(e).splitlines()[0]}")
             for key, v in xc.coverage_counts(model, drv, summary).items():
                 counts[key] += v
+            # MR-TX-419: the counters' largest values in a batch (the RTL is reset between
+            # batches): the bits they can reach
+            for name, vals in (("rtx", model.rtx.counters), ("tx", model.counters)):
+                top = out["counter_max"].setdefault(name, [0] * len(vals))
+                out["counter_max"][name] = [max(a, b) for a, b in zip(top, vals)]
             out["batches"].append({"shape": shape, "batch": name, "work_requests": len(items),
                                    "responses": len(rsps), "cycles": cycles,
                                    "frames": len(drv.res["emitted"]), "mismatches": h.mismatch_cycles})

@@ -95,3 +95,10 @@ def test_coverage_tx_end_to_end(tmp_path):
     for kind in ("line", "toggle"):
         assert out[kind]["total"] > 1000 and 0 < out[kind]["covered"] <= out[kind]["total"]
     assert (tmp_path / "coverage_tx_w64.dat").stat().st_size > 1000
+
+
+def test_conn_window_wait_unreachable():
+    """MR-TX-418: the connection-window wait is no bin of the small instance: its streams'
+    chunk windows hold fewer bytes than the connection's window (tb.coverage.TX_UNREACHABLE)."""
+    assert SMALL["streams"] * SMALL["chunk_window"] * SMALL["mtu"] < SMALL["conn_window"]
+    assert "wait:conn_window" in cov.TX_UNREACHABLE and "wait:conn_window" not in cov.TX_BINS
