@@ -1013,6 +1013,18 @@ SHAPES = {"none": (0.0, 0.0), "idle": (0.3, 0.0), "bp": (0.0, 0.4), "both": (0.2
 ACK_EXTRAS = (("duplicate", 0.1), ("stale", 0.08), ("nak", 0.06), ("bad", 0.03))
 
 
+def random_templates(conns, paths, seed=0):
+    """MR-TX-417: one template per connection with every field random (MACs, addresses, DSCP,
+    ECN, TTL, P_Key, source ports; distinct destination QPs, which name the connection)."""
+    rng = random.Random(seed ^ 0x7E3)
+    qps = rng.sample(range(1 << 24), conns)
+    return [template_of(c, eth_dst=rng.randrange(1 << 48), eth_src=rng.randrange(1 << 48),
+                        ip_src=rng.randrange(1 << 32), ip_dst=rng.randrange(1 << 32),
+                        sports=[rng.randrange(1 << 16) for _ in range(paths)], pkey=rng.randrange(1 << 16),
+                        dest_qp=qps[c], ip_dscp=rng.randrange(64), ip_ecn=rng.randrange(4),
+                        ip_ttl=rng.randrange(256)) for c in range(conns)]
+
+
 def coverage_traffic(sem: TxSchedModel, n, *, seed=0, max_len=None, bad_reads=5):
     """MR-TX-417: ``n`` random work requests (:func:`traffic`'s, with bad ones) and, at random
     places among them, one directed request of each good opcode (WRITE, WRITE_IMM, SEND,
@@ -1159,13 +1171,19 @@ def window_waits(sem: TxSchedModel):
 def coverage_batches(sem: TxSchedModel, params, lay, width, shape, n, *, seed=0):
     """MR-TX-417: the coverage run's batches of one traffic shape (:data:`SHAPES`) on the
     instance ``params`` (models.tx.SMALL; ``sem`` its scheduler's model, ``lay`` the engine
-    model's layouts), each on a fresh engine: ``[(name, items, rsps, driver)]``. ``traffic``: :func:`coverage_traffic`'s
-    ``n`` requests and ``max(4, n // 5)`` READ responses (a fifth refused, the last always), 15 % of the frames
-    lost; ``dead``: 6 requests with connection 1's every frame lost (its paths' retry limit,
-    MR-TX-125) and every third payload read failing, the clock jumping 1.28 ms (32 RTOs) when
-    the engine falls quiet, so that the backed-off timers expire at once. Both with the extra
-    ACK kinds of :class:`CoverageDriver`, the counters read at the end, and 40 ns a cycle (an
-    RTO 1,000 cycles: timers expire while traffic runs, tail probes among them)."""
+    model's layouts), each on a fresh engine: ``[(name, items, rsps, driver)]``.
+
+    ``traffic``: :func:`coverage_traffic`'s ``n`` requests on :func:`random_templates`,
+    ``max(4, n // 5)`` READ responses (a fifth refused, the last always), 15 % of the frames
+    lost; with idle cycles in the shape, both connections' windows set up, the congestion
+    control on and one path's ACKs echoing CE. ``dead``: 6 requests with connection 1's every
+    frame lost (its paths' retry limit, MR-TX-125) and every third payload read failing, the
+    clock jumping 1.28 ms (32 RTOs) when the engine falls quiet, so that the backed-off timers
+    expire at once. Both with the extra ACK kinds of :class:`CoverageDriver` and 40 ns a cycle
+    (an RTO 1,000 cycles: timers expire while traffic runs, tail probes among them).
+    ``windows``: :func:`window_work` with connection 0's path windows at two MTUs and every ACK
+    :data:`WINDOW_ACK_DELAY` cycles late (the waits of :func:`window_waits`). Every batch reads
+    the counters at its end."""
     p_idle, p_bp = SHAPES[shape]
     paths = params["paths"]
     tmpls = templates(params["conns"], paths)
@@ -1179,8 +1197,8 @@ def coverage_batches(sem: TxSchedModel, params, lay, width, shape, n, *, seed=0)
     if p_idle:
         cc = dict(cw_setups=cc_setups(params, 0) + cc_setups(params, 1), ce_paths={(CC_CONN, CC_MARKED)},
                   cc={"cc_on": 1, "cc_beta_q": P.Q_ONE, "cc_cap": CC_CAP})
-    out = [("traffic", items, rsps, CoverageDriver(lay, width, items, mem, tmpls, seed=seed, loss=0.15,
-                                                   rsps=rsps, **cc, **kw))]
+    out = [("traffic", items, rsps, CoverageDriver(lay, width, items, mem, random_templates(params["conns"], paths, seed),
+                                                   seed=seed, loss=0.15, rsps=rsps, **cc, **kw))]
     d_items, d_mem = traffic(sem, 6, seed=seed + 7, max_len=1200, bad_reads=3)
     dead = CoverageDriver(lay, width, d_items, d_mem, tmpls, seed=seed + 7, loss=0.1, dead=(1,), **kw)
     dead.jump_ns = 32 * 40_000
