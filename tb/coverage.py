@@ -1585,6 +1585,51 @@ def functional_tx(width: int, shapes: dict[str, dict]) -> dict:
             "every_bin_some_shape": all(any(table[f"{b}/{s}"] for s in shapes) for b in TX_BINS)}
 
 
-def tx_exclusions(points=()):
-    """MR-TX-419: toggle exclusions of the TX engine, each with its reason."""
-    return []
+#: MR-TX-419: the engine's own counters (MR-TX-126, ``hdl/counters.py`` ``wide_counter`` in
+#: 8-bit pieces: ``ctr_X``, its piece flags ``ctr_X_lowJ`` and ``ctr_X_midJ``)
+_TX_ENGINE_CTR = re.compile(r"^ctr_(frames_bad|frames|resends|completions_err|completions)"
+                            r"(?:_(low|mid)(\d+))?$")
+#: the retransmit unit's counters' low pieces (MR-TX-311's bank: ``ctrN_low``, 8 bits)
+_TX_UNIT_CTR = re.compile(r"^ctr(\d+)_low$")
+_TX_PIECE = 8
+
+
+def _tx_engine_need(kind, j, bit):
+    """Events before a ``wide_counter`` bit (``kind`` None) or piece flag can first be 1:
+    bit ``bit``: 2^bit; ``lowJ`` (piece 0 at 2^8 - 2 and pieces 1..J-1 all ones): 256^J - 2;
+    ``midJ`` (pieces 1..J-1 all ones): 256^J - 256."""
+    if kind is None:
+        return 1 << (bit or 0)
+    return (1 << _TX_PIECE * j) - (2 if kind == "low" else 1 << _TX_PIECE)
+
+
+def tx_exclusions(points=(), counter_max=None):
+    """MR-TX-419: toggle exclusions of the TX engine (block ``tx``), each with its reason.
+    ``counter_max``: ``{"rtx": [...], "tx": [...]}``, the largest value each counter reached in
+    a batch (the RTL is reset between batches; tb/tx.py ``tx_coverage``): a counter's bit (or
+    piece flag, or read-out bit) that value cannot set is excluded. Without it nothing is."""
+    from metaroce.models.tx import TX_CTR
+    if not counter_max:
+        return []
+    unit, own = list(counter_max.get("rtx", [])), list(counter_max.get("tx", []))
+    top = max(unit + own + [0])
+
+    def engine(name, bit):
+        m = _TX_ENGINE_CTR.match(name)
+        k = TX_CTR[m.group(1)]
+        count = own[k] if k < len(own) else 0
+        return count < _tx_engine_need(m.group(2), int(m.group(3) or 0), bit)
+
+    def unit_low(name, bit):
+        n = int(_TX_UNIT_CTR.match(name).group(1))
+        return (unit[n] if n < len(unit) else 0) < 1 << (bit or 0)
+    return [
+        _NamedRule(_TX_ENGINE_CTR.pattern, "the engine's counters (MR-TX-126: ctr_X and its 8-bit "
+                   "pieces' flags ctr_X_lowJ, ctr_X_midJ): bits and flags the largest count a batch "
+                   "reached cannot set (bit k needs 2^k events, lowJ 256^J - 2, midJ 256^J - 256)", engine),
+        _NamedRule(_TX_UNIT_CTR.pattern, "the retransmit unit's counters' low pieces (MR-TX-040, "
+                   "MR-TX-311: ctrN_low): bits the largest count a batch reached cannot set", unit_low),
+        (r"^reg_data$", "the counters' read-out (reg_data): bits at and above the bit length of "
+         f"the largest count a batch reached ({top})",
+         lambda bit, limit=top.bit_length(): bit is not None and bit >= limit),
+    ]

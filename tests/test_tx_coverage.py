@@ -102,3 +102,33 @@ def test_conn_window_wait_unreachable():
     chunk windows hold fewer bytes than the connection's window (tb.coverage.TX_UNREACHABLE)."""
     assert SMALL["streams"] * SMALL["chunk_window"] * SMALL["mtu"] < SMALL["conn_window"]
     assert "wait:conn_window" in cov.TX_UNREACHABLE and "wait:conn_window" not in cov.TX_BINS
+
+
+def _toggle(text, count=0, hier="tx"):
+    return cov.Point("v_toggle", "tx.v", 1, text, hier, count)
+
+
+def test_tx_counter_exclusions():
+    """MR-TX-419: a counter's bit (the engine's ctr_X, the unit's ctrN_low), a piece flag and a
+    read-out bit are excluded exactly when the largest count a batch reached cannot set them;
+    the others stay (covered or not); without the counts nothing is excluded (the negative
+    control)."""
+    from metaroce.models.tx import TX_CTR
+    own = [0] * len(TX_CTR)
+    own[TX_CTR["frames"]], own[TX_CTR["completions_err"]] = 300, 10
+    unit = [0] * 16
+    unit[5] = 3
+    cmax = {"rtx": unit, "tx": own}
+    pts = [_toggle("ctr_frames[8]:0->1", 1), _toggle("ctr_frames[9]:0->1"),              # 256 <= 300 < 512
+           _toggle("ctr_frames_low1:0->1", 1), _toggle("ctr_frames_mid2:0->1"),         # 254 <= 300 < 65,280
+           _toggle("ctr_completions_err[3]:0->1", 1), _toggle("ctr_completions_err[4]:0->1"),
+           _toggle("ctr_completions_err_low1:0->1"),
+           _toggle("ctr5_low[1]:0->1", 1), _toggle("ctr5_low[2]:1->0"),
+           _toggle("reg_data[8]:0->1"), _toggle("reg_data[9]:0->1"),                    # 300: 9 bits
+           _toggle("other[0]:0->1")]
+    s = cov.summarise(pts, None, cov.tx_exclusions(pts, cmax))
+    assert s["toggle"]["total"] == 6 and s["toggle"]["covered"] == 4
+    assert set(s["toggle"]["uncovered"]) == {"reg_data[8]:0->1", "other[0]:0->1"}
+    assert sum(s["toggle"]["excluded"].values()) == 6
+    s = cov.summarise(pts, None, cov.tx_exclusions(pts, None))
+    assert s["toggle"]["total"] == len(pts) and not s["toggle"]["excluded"]

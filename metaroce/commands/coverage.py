@@ -182,7 +182,7 @@ def run_tx(args, blk):
                              extra_env={"TX_COVERAGE_WRS": str(args.frames)})
     try:
         points = cov.read_coverage_dat(dat)
-        summary = cov.summarise(points, None, cov.tx_exclusions(points),
+        summary = cov.summarise(points, None, cov.tx_exclusions(points, res.get("counter_max")),
                                 constant_bits=cov.constant_bits_of(points, named=True))
         func = cov.functional_tx(args.width, res["shapes"])
         _keep(args, blk, dat, res)
