@@ -1008,6 +1008,15 @@ def cc_driver_kw(params, cc_on=True, seed=3):
 #: backpressure probability of every output and of the host memory's AXI read port).
 SHAPES = {"none": (0.0, 0.0), "idle": (0.3, 0.0), "bp": (0.0, 0.4), "both": (0.2, 0.3)}
 
+#: MR-TX-417: the batches of a shape (:func:`coverage_batches`), in order
+BATCHES = ("traffic", "dead", "windows")
+
+
+def shape_index(shape):
+    """A shape's place in :data:`SHAPES` (its batches' seeds)."""
+    return list(SHAPES).index(shape)
+
+
 #: MR-TX-417: the ACK kinds the coverage driver adds to its receiver's: each ``(kind,
 #: probability per ACK)``.
 ACK_EXTRAS = (("duplicate", 0.1), ("stale", 0.08), ("nak", 0.06), ("bad", 0.03))

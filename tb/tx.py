@@ -198,12 +198,14 @@ async def tx_verdicts(dut):
 
 @cocotb.test(skip=not os.environ.get("METAROCE_COVERAGE_OUT"))
 async def tx_coverage(dut):
-    """``metaroce coverage tx`` (MR-TX-416, MR-TX-417): per traffic shape
-    (``METAROCE_COVERAGE_SHAPES``, tx_cases.SHAPES) the batches of
-    :func:`~metaroce.models.tx_cases.coverage_batches` (``TX_COVERAGE_WRS`` random work
-    requests with one of every opcode and refusal, READ responses, losses, payload read
-    errors, the extra ACK kinds; a dead connection's retry limit), each on a fresh engine (the
-    RTL reset), every output compared every cycle (mismatches counted, not raised); the
+    """``metaroce coverage tx`` (MR-TX-416, MR-TX-417): one batch (``TX_COVERAGE_BATCH``) of
+    :func:`~metaroce.models.tx_cases.coverage_batches` of one traffic shape
+    (``METAROCE_COVERAGE_SHAPES``, tx_cases.SHAPES): ``TX_COVERAGE_WRS`` random work requests
+    with one of every opcode and refusal, READ responses, losses, payload read errors, the
+    extra ACK kinds; a dead connection's retry limit; the windows' waits. The command runs a
+    simulation for each (the RTL's payload registers are not reset, so a second engine in one
+    simulation would differ from a fresh model at once). Every output compared every cycle
+    (mismatches counted, not raised); the
     checker and the counters after each; per shape the events of the functional bins
     (MR-TX-418, ``tx_cases.coverage_counts``) into ``METAROCE_COVERAGE_OUT`` (JSON). Line and
     toggle coverage come from Verilator's ``coverage.dat`` (a ``--coverage`` build)."""
@@ -212,14 +214,20 @@ async def tx_coverage(dut):
     seed = int(os.environ.get("COCOTB_RANDOM_SEED", "1"))
     n = int(os.environ.get("TX_COVERAGE_WRS", "20"))
     shapes = os.environ.get("METAROCE_COVERAGE_SHAPES", ",".join(xc.SHAPES)).split(",")
+    # one batch a simulation: the RTL's payload registers keep their values through a reset
+    # (the model's are 0), so a second engine in the same simulation differs at its cycle 0
+    only = os.environ.get("TX_COVERAGE_BATCH")
     out = {"width": width, "shapes": {}, "problems": [], "mismatches": 0, "mismatch_reports": [],
            "cycles": 0, "batches": [], "counter_max": {}}
     lay = TxCycleModel(width, **SMALL).lay
     first = True
-    for k, shape in enumerate(shapes):
+    for shape in shapes:
         counts = defaultdict(int)
         for name, items, rsps, drv in xc.coverage_batches(_sem(), SMALL, lay, width, shape, n,
-                                                          seed=seed * 100 + k):
+                                                          seed=seed * 100 + xc.shape_index(shape)):
+            if only and name != only:
+                continue
+            assert first, "one batch a simulation (TX_COVERAGE_BATCH, METAROCE_COVERAGE_SHAPES)"
             model, h = await _harness(dut, width, first=first, stop_on_mismatch=False)
             first = False
             drv.sem = model.sched.sem           # the window waits (MR-TX-418)

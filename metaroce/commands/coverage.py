@@ -178,8 +178,7 @@ def run_tx(args, blk):
     shapes = [x.strip() for x in args.shapes.split(",") if x.strip()]
     if not shapes or any(x not in SHAPES for x in shapes):
         raise CliError(f"--shapes: choose from {', '.join(SHAPES)}")
-    res, dat, tmp = simulate(blk, args.width, args.frames, args.seed, shapes,
-                             extra_env={"TX_COVERAGE_WRS": str(args.frames)})
+    res, dat, tmp = simulate_tx(blk, args, shapes)
     try:
         points = cov.read_coverage_dat(dat)
         summary = cov.summarise(points, None, cov.tx_exclusions(points, res.get("counter_max")),
@@ -204,6 +203,43 @@ def run_tx(args, blk):
               f"nothing excluded: {ta['covered']}/{ta['total']} ({ta['percent']}%)")
         _print_tail(func, tn["uncovered"])
     return lockstep_status(res)
+
+
+def simulate_tx(blk, args, shapes):
+    """MR-TX-416: a simulation per batch of each shape (tb/tx.py ``tx_coverage``: one engine a
+    simulation), their results merged (the shapes' event counts summed, the counters' largest
+    values, mismatches, problems, cycles) and their ``coverage.dat`` files concatenated (read
+    back, a point's counts add up); returns as :func:`simulate`."""
+    from metaroce.models.tx_cases import BATCHES
+    res = {"shapes": {}, "problems": [], "mismatches": 0, "mismatch_reports": [], "cycles": 0,
+           "batches": [], "counter_max": {}}
+    tmps = []
+    try:
+        for shape in shapes:
+            counts: dict = {}
+            for batch in BATCHES:
+                r, dat, tmp = simulate(blk, args.width, args.frames, args.seed, [shape],
+                                       extra_env={"TX_COVERAGE_WRS": str(args.frames),
+                                                  "TX_COVERAGE_BATCH": batch})
+                tmps.append((tmp, dat))
+                for k, v in r["shapes"].get(shape, {}).items():
+                    counts[k] = counts.get(k, 0) + v
+                for k in ("problems", "mismatch_reports", "batches"):
+                    res[k] += r[k]
+                res["mismatches"] += r["mismatches"]
+                res["cycles"] += r["cycles"]
+                for name, vals in r["counter_max"].items():
+                    top = res["counter_max"].get(name, [0] * len(vals))
+                    res["counter_max"][name] = [max(a, b) for a, b in zip(top, vals)]
+            res["shapes"][shape] = counts
+        merged = tmps[0][0] / "merged_coverage.dat"
+        with open(merged, "w") as out:
+            for _, dat in tmps:
+                out.write(Path(dat).read_text(errors="replace"))
+    finally:
+        for tmp, _ in tmps[1:]:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return res, merged, tmps[0][0]
 
 
 def _keep(args, blk, dat, res):
