@@ -101,6 +101,26 @@ def dealias_wide_toggles(points: list[Point]) -> list[Point]:
     return out
 
 
+def dat_counts(path, into: Counter | None = None) -> Counter:
+    """The counts of a ``coverage.dat`` by point key, added to ``into`` (MR-TX-416: the TX
+    coverage run's simulations merged point by point)."""
+    counts = Counter() if into is None else into
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for raw in fh:
+            if raw.startswith("C '"):
+                key, _, count = raw.rstrip("\n").rpartition("' ")
+                counts[key[3:]] += int(count)
+    return counts
+
+
+def write_dat(counts: Counter, path) -> None:
+    """A ``coverage.dat`` of ``counts`` (as :func:`dat_counts` gives), one line a point."""
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("# SystemC::Coverage-3\n")
+        for key, n in counts.items():
+            fh.write(f"C '{key}' {n}\n")
+
+
 def _read_dat(path) -> list[Point]:
     counts: Counter = Counter()
     keys: dict = {}

@@ -251,9 +251,9 @@ async def tx_coverage(dut):
                 counts[key] += v
             # MR-TX-419: the counters' largest values in a batch (the RTL is reset between
             # batches): the bits they can reach
-            for name, vals in (("rtx", model.rtx.counters), ("tx", model.counters)):
-                top = out["counter_max"].setdefault(name, [0] * len(vals))
-                out["counter_max"][name] = [max(a, b) for a, b in zip(top, vals)]
+            for unit, vals in (("rtx", model.rtx.counters), ("tx", model.counters)):
+                top = out["counter_max"].setdefault(unit, [0] * len(vals))
+                out["counter_max"][unit] = [max(a, b) for a, b in zip(top, vals)]
             out["batches"].append({"shape": shape, "batch": name, "work_requests": len(items),
                                    "responses": len(rsps), "cycles": cycles,
                                    "frames": len(drv.res["emitted"]), "mismatches": h.mismatch_cycles})

@@ -208,9 +208,13 @@ def run_tx(args, blk):
 def simulate_tx(blk, args, shapes):
     """MR-TX-416: a simulation per batch of each shape (tb/tx.py ``tx_coverage``: one engine a
     simulation), their results merged (the shapes' event counts summed, the counters' largest
-    values, mismatches, problems, cycles) and their ``coverage.dat`` files concatenated (read
-    back, a point's counts add up); returns as :func:`simulate`."""
+    values, mismatches, problems, cycles) and their ``coverage.dat`` files point by point (a
+    point's counts added), each simulation's directory removed once read; returns as
+    :func:`simulate`."""
+    from collections import Counter
     from metaroce.models.tx_cases import BATCHES
+    from metaroce.tb import coverage as cov
+    acc: Counter = Counter()
     res = {"shapes": {}, "problems": [], "mismatches": 0, "mismatch_reports": [], "cycles": 0,
            "batches": [], "counter_max": {}}
     tmps = []
@@ -221,7 +225,10 @@ def simulate_tx(blk, args, shapes):
                 r, dat, tmp = simulate(blk, args.width, args.frames, args.seed, [shape],
                                        extra_env={"TX_COVERAGE_WRS": str(args.frames),
                                                   "TX_COVERAGE_BATCH": batch})
-                tmps.append((tmp, dat))
+                tmps.append(tmp)
+                cov.dat_counts(dat, acc)
+                if len(tmps) > 1:
+                    shutil.rmtree(tmp, ignore_errors=True)
                 for k, v in r["shapes"].get(shape, {}).items():
                     counts[k] = counts.get(k, 0) + v
                 for k in ("problems", "mismatch_reports", "batches"):
@@ -232,14 +239,13 @@ def simulate_tx(blk, args, shapes):
                     top = res["counter_max"].get(name, [0] * len(vals))
                     res["counter_max"][name] = [max(a, b) for a, b in zip(top, vals)]
             res["shapes"][shape] = counts
-        merged = tmps[0][0] / "merged_coverage.dat"
-        with open(merged, "w") as out:
-            for _, dat in tmps:
-                out.write(Path(dat).read_text(errors="replace"))
-    finally:
-        for tmp, _ in tmps[1:]:
+        merged = tmps[0] / "merged_coverage.dat"
+        cov.write_dat(acc, merged)
+    except BaseException:
+        for tmp in tmps:
             shutil.rmtree(tmp, ignore_errors=True)
-    return res, merged, tmps[0][0]
+        raise
+    return res, merged, tmps[0]
 
 
 def _keep(args, blk, dat, res):
