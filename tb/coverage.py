@@ -1623,14 +1623,63 @@ def _tx_engine_need(kind, j, bit):
     return (1 << _TX_PIECE * j) - (2 if kind == "low" else 1 << _TX_PIECE)
 
 
-def tx_exclusions(points=(), counter_max=None):
+def tx_desc_rules(params):
+    """MR-TX-419: the frame builder's descriptor fields (models.frame_builder.DESC_FIELDS) in the
+    block ``tx``, as every descriptor copy shows them (a signal named ``...desc...__02e<field>``:
+    the join's output, the data path's, the frame builder's input and its stages h0..h5):
+    ``{field: (reason, bit predicate)}`` for the bits no data frame's descriptor sets. The
+    join writes a descriptor from the connection's template and the frame request
+    (``models.tx.desc_of``, MR-TX-121); the fields it leaves 0 are the ACK, NAK, security and
+    handshake headers', VLAN, IPv6, the IP identification and flow label, the atomic headers'
+    (an atomic's operands are its payload, MR-TX-191) and BTH SE/MigReq/TVer/FECN/BECN (the
+    engine's ACK descriptors, MR-TX-280, are not in this block); ``udp_dport`` (4791) and
+    ``mrdh_version`` (1) are constants (their 0 bits); the IPv4 addresses fill 32 of 128 bits; a path, a
+    stream and a payload length stay below the instance's paths, streams and MTU; every TX
+    opcode is 0xC0 + op (bits 4 and 5 stay 0)."""
+    from metaroce.models.frame_builder import DESC_FIELDS
+    from metaroce.models.tx import TxCycleModel
+    lay = TxCycleModel(64, **params).lay
+    written = {"eth_dst", "eth_src", "ip_dscp", "ip_ecn", "ip_ttl", "ip_src", "ip_dst", "udp_sport",
+               "udp_dport", "bth_pkey", "bth_dest_qp", "mrdh_version"}
+    written |= set(dict(lay.sched.frame.members)) - {"conn", "laddr", "slot", "swap", "compare", "gen"}
+    rules = {}
+    for name, _ in DESC_FIELDS:
+        if name not in written:
+            rules[name] = ("descriptor fields the TX's join leaves 0 (models.tx.desc_of, MR-TX-121: "
+                           "ACK/NAK/security/handshake headers, VLAN, IPv6, IP ident and flow label, "
+                           "atomic headers, BTH SE/MigReq/TVer/FECN/BECN)", lambda bit: True)
+    from metaroce.models import wire
+    from metaroce.models.tx import MRDH_VERSION
+    for field, value in (("udp_dport", wire.ROCE_PORT), ("mrdh_version", MRDH_VERSION)):
+        rules[field] = (f"descriptor fields constant in every TX descriptor (udp_dport {wire.ROCE_PORT}, "
+                        f"mrdh_version {MRDH_VERSION}): their 0 bits (a 1 bit rises once after reset)",
+                        lambda bit, value=value: not (value >> (bit or 0)) & 1)
+
+    def above(n):
+        return lambda bit: bit is not None and bit >= n
+    rules["ip_src"] = rules["ip_dst"] = ("descriptor IP addresses: IPv4 (MR-TX-121), bits 32-127 "
+                                         "stay 0", above(32))
+    rules["mrdh_path"] = ("descriptor path: below the instance's paths", above((params["paths"] - 1).bit_length()))
+    rules["mrdh_stream"] = ("descriptor stream: below the instance's streams",
+                            above(max(1, (params["streams"] - 1).bit_length())))
+    rules["payload_len"] = ("descriptor payload length: at most the MTU", above(params["mtu"].bit_length()))
+    rules["bth_opcode"] = ("descriptor opcode: 0xC0 + op, op below 10 (bits 4 and 5 stay 0; "
+                           "bits 6 and 7 rise once after reset)", lambda bit: bit in (4, 5))
+    return rules
+
+
+def tx_exclusions(points=(), counter_max=None, params=None):
     """MR-TX-419: toggle exclusions of the TX engine (block ``tx``), each with its reason.
     ``counter_max``: ``{"rtx": [...], "tx": [...]}``, the largest value each counter reached in
     a batch (the RTL is reset between batches; tb/tx.py ``tx_coverage``): a counter's bit (or
-    piece flag, or read-out bit) that value cannot set is excluded. Without it nothing is."""
-    from metaroce.models.tx import TX_CTR
+    piece flag, or read-out bit) that value cannot set is excluded (without it none is); and
+    the descriptor bits of :func:`tx_desc_rules` (``params``: the instance, default
+    models.tx.SMALL)."""
+    from metaroce.models.tx import SMALL, TX_CTR
+    desc = [(rf"desc(___05Fpayload)?__02e{field}$", why, pred)
+            for field, (why, pred) in tx_desc_rules(params or SMALL).items()]
     if not counter_max:
-        return []
+        return desc
     unit, own = list(counter_max.get("rtx", [])), list(counter_max.get("tx", []))
     top = max(unit + own + [0])
 
@@ -1643,7 +1692,7 @@ def tx_exclusions(points=(), counter_max=None):
     def unit_low(name, bit):
         n = int(_TX_UNIT_CTR.match(name).group(1))
         return (unit[n] if n < len(unit) else 0) < 1 << (bit or 0)
-    return [
+    return desc + [
         _NamedRule(_TX_ENGINE_CTR.pattern, "the engine's counters (MR-TX-126: ctr_X and its 8-bit "
                    "pieces' flags ctr_X_lowJ, ctr_X_midJ): bits and flags the largest count a batch "
                    "reached cannot set (bit k needs 2^k events, lowJ 256^J - 2, midJ 256^J - 256)", engine),
