@@ -138,3 +138,18 @@ def test_tx_counter_exclusions():
     assert sum(s["toggle"]["excluded"].values()) == 6
     s = cov.summarise(pts, None, cov.tx_exclusions(pts, None))
     assert s["toggle"]["total"] == len(pts) and not s["toggle"]["excluded"]
+
+
+def test_tx_descriptor_exclusions():
+    """MR-TX-419: the descriptor bits no TX data frame sets are excluded in every copy of the
+    descriptor (a field the join leaves 0, the IPv4 addresses' upper 96 bits, a constant's 0
+    bits); the bits a frame sets stay (the negative control: a field the join writes, a 1 bit
+    of udp_dport, bit 31 of an address)."""
+    pts = [_toggle("h0_desc__02emrah_sack[3]:0->1"), _toggle("m_desc___05Fpayload__02eatomiceth_swap[9]:1->0"),
+           _toggle("s_desc___05Fpayload__02eip_src[32]:0->1"), _toggle("h3_desc__02eudp_dport[3]:0->1"),
+           _toggle("h3_desc__02ebth_opcode[5]:0->1"),
+           _toggle("s_desc___05Fpayload__02eip_src[31]:0->1"), _toggle("h3_desc__02eudp_dport[0]:0->1"),
+           _toggle("h1_desc__02ereth_va[40]:0->1"), _toggle("h1_desc__02ebth_opcode[7]:1->0")]
+    s = cov.summarise(pts, None, cov.tx_exclusions(pts))
+    assert sum(s["toggle"]["excluded"].values()) == 5
+    assert set(s["toggle"]["uncovered"]) == {p.text for p in pts[5:]}
