@@ -1593,12 +1593,14 @@ TX_UNREACHABLE = {"wait:conn_window": "streams x chunk_window x mtu < conn_windo
 def functional_tx(width: int, shapes: dict[str, dict]) -> dict:
     """MR-TX-418: the TX engine's functional bins, :data:`TX_BINS` x traffic shape, from the
     per-shape event counts of ``tb.tx.tx_coverage`` at this run's width: bins hit / total, the
-    missed ones named, the counts; ``unexpected``: events with no bin (an ``op:other`` frame)."""
+    missed ones named, the counts; ``unexpected``: events with no bin (an ``op:other`` frame;
+    not the RETX and probe frames' counts, nor the NAKs and bad ACKs offered, which the model's
+    ``ack:nak`` and ``ack:bad`` bin)."""
     table = {f"{b}/{shape}": int(counts.get(b, 0)) for shape, counts in shapes.items() for b in TX_BINS}
     missing = [k for k, n in table.items() if n == 0]
     total = len(table)
     other = {f"{k}/{shape}": n for shape, counts in shapes.items() for k, n in counts.items()
-             if k not in TX_BINS and n and not k.startswith(("resend:frame", "probe:frame"))}
+             if k not in TX_BINS and n and not k.startswith(("resend:frame", "probe:frame", "ack_offered:"))}
     return {"width": width, "bins_total": total, "bins_hit": total - len(missing),
             "percent": round(100.0 * (total - len(missing)) / total, 2) if total else None,
             "missing": missing, "bins": {"event x shape": table}, "unexpected": other,
