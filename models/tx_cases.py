@@ -121,6 +121,8 @@ class Driver(CounterReadout):
     #: quiet cycles (nothing moving, work open) before the driver ACKs every path, then moves
     #: ``now`` on past the retransmit unit's timers
     QUIET = 60
+    #: the clock's jump then (ns): past a retransmit timer at its first RTO (MR-REL-006)
+    jump_ns = 2 * 40_000
 
     def __init__(self, lay, width, items, mem_layout, tmpls, *, seed=0, p_idle=0.2, p_bp=0.3,
                  loss=0.1, p_ack=0.3, p_axi=0.3, latency=(1, 40), ns_per_cycle=4, image=None,
@@ -309,7 +311,7 @@ class Driver(CounterReadout):
                 self.flushed = True
             else:
                 # the tail losses: let the retransmit unit's timers expire (MR-REL-006)
-                self.now = (self.now + 2 * 40_000) & P.TIME_MASK
+                self.now = (self.now + self.jump_ns) & P.TIME_MASK
                 res["timeouts"] += 1
                 self.flushed = False
             self.silent = 0
@@ -464,10 +466,10 @@ def check(sem: TxSchedModel, items, drv, rsps=()):
             "probes": probes, "new_routes": sum(1 for g in gen_seen.values() if g)}
 
 
-def check_counters(drv):
+def check_counters(drv, probes=0):
     """MR-TX-040, MR-TX-126: the counters read at the end (``Driver(counters=True)``) against
     what the driver saw: frames, frames marked bad, resends, completions, error completions;
-    the retransmit unit's ``sent`` is the frames' count."""
+    the retransmit unit's ``sent`` is the frames' count less the tail probes' (``probes``)."""
     from .retransmit import CTR
     from .tx import TX_CTR, TX_CTR_BASE
     res = drv.res
@@ -477,7 +479,9 @@ def check_counters(drv):
             "completions": len(res["cqe"]),
             "completions_err": sum(1 for c in res["cqe"] if c["status"])}
     assert got == want, f"counters {got}, want {want}"
-    assert res["counters"][CTR["sent"]] == want["frames"]
+    # MR-TX-181: a tail probe's frame is no packet the scheduler reports sent (``probes``:
+    # check()'s count of them)
+    assert res["counters"][CTR["sent"]] == want["frames"] - probes
     return got
 
 
@@ -996,3 +1000,282 @@ def cc_driver_kw(params, cc_on=True, seed=3):
     return dict(seed=seed, p_idle=0.0, p_bp=0.0, loss=0.0, p_ack=0.0, cw_setups=cc_setups(params),
                 cc={"cc_on": int(cc_on), "cc_beta_q": P.Q_ONE, "cc_cap": CC_CAP},
                 ce_paths={(CC_CONN, CC_MARKED)}, ack_delay=CC_ACK_DELAY)
+
+
+# ------------------------------------------------------------------ coverage (MR-TX-416..)
+
+#: MR-TX-417: the coverage run's traffic shapes: (idle-cycle probability of the inputs,
+#: backpressure probability of every output and of the host memory's AXI read port).
+SHAPES = {"none": (0.0, 0.0), "idle": (0.3, 0.0), "bp": (0.0, 0.4), "both": (0.2, 0.3)}
+
+#: MR-TX-417: the batches of a shape (:func:`coverage_batches`), in order
+BATCHES = ("traffic", "dead", "windows")
+
+
+def shape_index(shape):
+    """A shape's place in :data:`SHAPES` (its batches' seeds)."""
+    return list(SHAPES).index(shape)
+
+
+#: MR-TX-417: the ACK kinds the coverage driver adds to its receiver's: each ``(kind,
+#: probability per ACK)``.
+ACK_EXTRAS = (("duplicate", 0.1), ("stale", 0.08), ("nak", 0.06), ("bad", 0.03))
+
+
+def random_templates(conns, paths, seed=0):
+    """MR-TX-417: one template per connection with every field random (MACs, addresses, DSCP,
+    ECN, TTL, P_Key, source ports; distinct destination QPs, which name the connection)."""
+    rng = random.Random(seed ^ 0x7E3)
+    qps = rng.sample(range(1 << 24), conns)
+    return [template_of(c, eth_dst=rng.randrange(1 << 48), eth_src=rng.randrange(1 << 48),
+                        ip_src=rng.randrange(1 << 32), ip_dst=rng.randrange(1 << 32),
+                        sports=[rng.randrange(1 << 16) for _ in range(paths)], pkey=rng.randrange(1 << 16),
+                        dest_qp=qps[c], ip_dscp=rng.randrange(64), ip_ecn=rng.randrange(4),
+                        ip_ttl=rng.randrange(256)) for c in range(conns)]
+
+
+def coverage_traffic(sem: TxSchedModel, n, *, seed=0, max_len=None, bad_reads=5):
+    """MR-TX-417: ``n`` random work requests (:func:`traffic`'s, with bad ones) and, at random
+    places among them, one directed request of each good opcode (WRITE, WRITE_IMM, SEND,
+    SEND_IMM, READ, CMP_SWAP, FETCH_ADD) and of each refusal (an opcode the slice does not send
+    and a stream beyond the instance: LOC_QP_OP_ERR; a message longer than a chunk index names
+    and an atomic not of 8 bytes: LOC_LEN_ERR), so that every opcode and status is offered
+    whatever the seed; every ``bad_reads``-th request's payload in the host memory's error
+    window (LOC_PROT_ERR). ``(items, memory layout)`` as :func:`traffic`."""
+    from .tx_sched import OP_WRITE
+    from .tx_sched_cases import wr_item
+    items = sched_traffic(sem, n, seed=seed, max_len=max_len)
+    rng = random.Random(seed ^ 0xC0E4)
+    mtu = sem.mtu
+    directed = []
+    for op in (OP_WRITE, OP_WRITE_IMM, OP_SEND, OP_SEND_IMM, OP_READ, OP_CMP_SWAP, OP_FETCH_ADD):
+        length = ATOMIC_LEN if is_atomic(op) else rng.choice([1, mtu, mtu + 7, 3 * mtu - 1])
+        directed.append(wr_item(rng.randrange(sem.conns), rng.randrange(sem.streams), length, wr_id=0,
+                                op=op, va=rng.randrange(1 << 61) << 3, rkey=rng.randrange(1 << 32),
+                                imm=rng.randrange(1 << 32), swap=rng.randrange(1 << 64),
+                                compare=rng.randrange(1 << 64)))
+    directed += [wr_item(0, 0, 64, wr_id=0, op=7),                              # not sent
+                 wr_item(1, sem.streams + 3, 64, wr_id=0),                      # no such stream
+                 wr_item(0, 1, ((1 << 20) * mtu) + 1, wr_id=0, op=OP_WRITE),    # too many chunks
+                 wr_item(1, 1, 16, wr_id=0, op=OP_CMP_SWAP)]                    # atomic not 8 bytes
+    for w in directed:
+        items.insert(rng.randrange(len(items) + 1), w)
+    for k, w in enumerate(items):
+        w["wr_id"] = k
+    return _place(items, seed, bad_reads)
+
+
+def _place(items, seed, bad_reads):
+    """:func:`traffic`'s host memory: each request's ``laddr`` after the last's payload."""
+    rng = random.Random(seed + 99)
+    pos = 0
+    for i, w in enumerate(items):
+        ln = w["length"] if w["length"] < 1 << 20 else 0
+        pos += rng.randrange(64)
+        w["laddr"] = pos
+        w["_bad_read"] = bool(bad_reads) and i % bad_reads == bad_reads - 1
+        pos += ln
+    lay = Layout(pos + 4096)
+    for w in items:
+        w["laddr"] += lay.bad_base if w.pop("_bad_read") else lay.base
+    return items, lay
+
+
+class CoverageDriver(Driver):
+    """MR-TX-417: :class:`Driver` with ACK kinds its lossless-in-order receiver never sends,
+    drawn from a generator of their own (``extras``: :data:`ACK_EXTRAS`): after an ACK, the
+    same ACK again (duplicate), an older ACK of the path (stale: a lower ``cum``), a NAK of the
+    path (a random reason and PSN), or a bad ACK (a path beyond the instance, or SACK bits past
+    every PSN sent; random ``ce_count`` and source port). ``ack_kinds`` counts the ACK records
+    the engine took, by the kind offered (``ack``: the receiver's own)."""
+
+    def __init__(self, *args, paths, extras=ACK_EXTRAS, **kw):
+        super().__init__(*args, **kw)
+        self.paths = paths
+        self.extras = tuple(extras)
+        self.x_rng = random.Random(kw.get("seed", 0) ^ 0xAC4)
+        self.hist = defaultdict(list)           # (conn, path) -> the ACK records sent
+        self.kind_of = {}                       # id(record) -> kind
+        self.ack_kinds = defaultdict(int)
+        self.sem = None                         # the model's scheduler state, for window_waits
+        self.waits = defaultdict(int)           # cycles each wait of window_waits held
+
+    def _ack(self, conn, path):
+        q = self.ack_later if self.ack_delay else self.ack_q
+        before = len(q)
+        super()._ack(conn, path)
+        if len(q) == before:
+            return                                  # the path's route down: no ACK
+        a = q[-1]
+        self.kind_of[id(a)] = "ack"
+        hist = self.hist[(conn, path)]
+        r = self.x_rng
+        for kind, p in self.extras:
+            if r.random() >= p:
+                continue
+            if kind == "duplicate":
+                x = dict(a)
+            elif kind == "stale":
+                older = [h for h in hist if h["cum"] != a["cum"]]
+                if not older:
+                    continue
+                x = dict(r.choice(older))
+            elif kind == "nak":
+                x = dict(a, nak=1, psn=P.psn_add(a["cum"], r.randrange(8)),
+                         reason=r.choice([int(v) for v in P.NakReason]), sack=0)
+            else:
+                x = dict(a, ce_count=r.randrange(1 << 16), sport=r.randrange(1 << 16))
+                if r.random() < 0.5:
+                    x["path"] = r.randrange(self.paths, 256)
+                else:
+                    x["sack"] = r.randrange(1, 1 << 256) | (1 << 255)
+            if self.ack_delay:
+                q.append(self.cycle + self.ack_delay)
+            q.append(x)
+            self.kind_of[id(x)] = kind
+        hist.append(a)
+
+    def observe(self, inp, out):
+        offer = self.ack_offer
+        if self.sem is not None and not self._phase:
+            for kind in window_waits(self.sem):
+                self.waits[kind] += 1
+        super().observe(inp, out)
+        if offer is not None and self.ack_offer is None:
+            self.ack_kinds[self.kind_of.pop(id(offer), "ack")] += 1
+
+
+def window_waits(sem: TxSchedModel):
+    """MR-TX-418: what holds the scheduler's connections back in its semantic state ``sem`` (the
+    cycle model's ``sched.sem``) now: ``chunk_window`` (a stream's next chunk beyond its chunk
+    window, MR-TXS-0xx's ``chunk_window_open``), ``conn_window`` (the connection's bytes in flight
+    and the packet's above its window, MR-CC-001), ``path_window`` (no path takes the packet:
+    each full, at its packet bound, probing or retired, MR-TXS-025); a set of those."""
+    out = set()
+    for c in range(sem.conns):
+        cand = sem._candidate(c)
+        if cand is None:
+            for s in range(sem.streams):
+                q = sem.q[sem.qi(c, s)]
+                if q["send"] != q["tail"]:
+                    e = q["ring"][q["send"] % sem.depth]
+                    if not e["status"] and not P.chunk_window_open(e["next_chunk"], e["ack_base"],
+                                                                   sem.chunk_window):
+                        out.add("chunk_window")
+            continue
+        kind, w = cand
+        if kind == "drop":
+            continue
+        qi, i, chunk = w
+        e = sem.q[qi]["ring"][i]
+        nbytes = P.chunk_bytes(msg_len(e["op"], e["length"]), chunk, sem.mtu)
+        cs = sem.conn[c]
+        if cs["inflight"] and cs["inflight"] + nbytes > sem.conn_window:
+            out.add("conn_window")
+        elif sem._path(c, kind == "resend") is None:
+            out.add("path_window")
+    return out
+
+
+def coverage_batches(sem: TxSchedModel, params, lay, width, shape, n, *, seed=0):
+    """MR-TX-417: the coverage run's batches of one traffic shape (:data:`SHAPES`) on the
+    instance ``params`` (models.tx.SMALL; ``sem`` its scheduler's model, ``lay`` the engine
+    model's layouts), each on a fresh engine: ``[(name, items, rsps, driver)]``.
+
+    ``traffic``: :func:`coverage_traffic`'s ``n`` requests on :func:`random_templates`,
+    ``max(4, n // 5)`` READ responses (a fifth refused, the last always), 15 % of the frames
+    lost; with idle cycles in the shape, both connections' windows set up, the congestion
+    control on and one path's ACKs echoing CE. ``dead``: 6 requests with connection 1's every
+    frame lost (its paths' retry limit, MR-TX-125) and every third payload read failing, the
+    clock jumping 1.28 ms (32 RTOs) when the engine falls quiet, so that the backed-off timers
+    expire at once. Both with the extra ACK kinds of :class:`CoverageDriver` and 40 ns a cycle
+    (an RTO 1,000 cycles: timers expire while traffic runs, tail probes among them).
+    ``windows``: :func:`window_work` with connection 0's path windows at two MTUs and every ACK
+    :data:`WINDOW_ACK_DELAY` cycles late (the waits of :func:`window_waits`). Every batch reads
+    the counters at its end."""
+    p_idle, p_bp = SHAPES[shape]
+    paths = params["paths"]
+    tmpls = templates(params["conns"], paths)
+    items, mem = coverage_traffic(sem, n, seed=seed, max_len=2500)
+    rsps = responses(sem, max(4, n // 5), mem, seed=seed, max_len=2500)
+    rsps[0]["err"], rsps[-1]["err"] = 0, 1          # one served and one refused, whatever the seed
+    kw = dict(p_idle=p_idle, p_bp=p_bp, p_axi=p_bp, counters=True, paths=paths, ns_per_cycle=40)
+    # MR-TX-105..107: in the shapes with idle cycles, both connections' windows set up, the
+    # congestion control on and one path's every ACK echoing CE (tx_cc's configuration)
+    cc = {}
+    if p_idle:
+        cc = dict(cw_setups=cc_setups(params, 0) + cc_setups(params, 1), ce_paths={(CC_CONN, CC_MARKED)},
+                  cc={"cc_on": 1, "cc_beta_q": P.Q_ONE, "cc_cap": CC_CAP})
+    out = [("traffic", items, rsps, CoverageDriver(lay, width, items, mem, random_templates(params["conns"], paths, seed),
+                                                   seed=seed, loss=0.15, rsps=rsps, **cc, **kw))]
+    d_items, d_mem = traffic(sem, 6, seed=seed + 7, max_len=1200, bad_reads=3)
+    dead = CoverageDriver(lay, width, d_items, d_mem, tmpls, seed=seed + 7, loss=0.1, dead=(1,), **kw)
+    dead.jump_ns = 32 * 40_000
+    out.append(("dead", d_items, [], dead))
+    w_items, w_mem = window_work(params)
+    setups = [dict(x, cwnd=2 * params["mtu"]) for x in cc_setups(params, 0)]
+    win = CoverageDriver(lay, width, w_items, w_mem, tmpls, seed=seed + 11, loss=0.0, p_ack=0.0,
+                         extras=(), cw_setups=setups, ack_delay=WINDOW_ACK_DELAY,
+                         cc={"cc_on": 1, "cc_beta_q": P.Q_ONE, "cc_cap": CC_CAP},
+                         ce_paths={(CC_CONN, CC_MARKED)}, **dict(kw, ns_per_cycle=4))
+    out.append(("windows", w_items, [], win))
+    return out
+
+
+#: MR-TX-418: the windows batch's ACK delay (cycles): longer than 16 chunks take to leave at
+#: 64 bits (2,048 cycles), so that a message's chunk window closes
+WINDOW_ACK_DELAY = 2500
+
+
+def window_work(params):
+    """MR-TX-418: the windows batch's work: connection 1 one WRITE of 17 chunks (its chunk
+    window, 16, closes while the ACKs are delayed), connection 0 one WRITE of 12 chunks (its
+    paths' windows set to two MTUs close); ``(items, memory layout)``."""
+    from .tx_sched_cases import wr_item
+    mtu = params["mtu"]
+    items = [wr_item(1, 0, 17 * mtu, wr_id=0), wr_item(0, 1, 12 * mtu, wr_id=1)]
+    items[1]["laddr"] = 17 * mtu
+    lay = Layout(29 * mtu + 4096)
+    for w in items:
+        w["laddr"] += lay.base
+    return items, lay
+
+
+def coverage_counts(model, drv, summary):
+    """MR-TX-418: one batch's events for the functional bins, from the model (the retransmit
+    unit's and the engine's counters, the frames, completions and errors the engine gave, which
+    the lockstep proves the RTL's) and the driver (the ACK kinds the engine took):
+    ``{bin name: count}``, names as :func:`metaroce.tb.coverage.tx_bins`."""
+    from .retransmit import CTR
+    from .tx_sched import STATUS_LOC_LEN_ERR, STATUS_LOC_QP_OP_ERR
+    res = drv.res
+    c = defaultdict(int)
+    ops = {wire_op(o): name for o, name in ((0, "write"), (1, "write_imm"), (2, "send"), (3, "send_imm"),
+                                             (4, "read"), (5, "cmp_swap"), (6, "fetch_add"))}
+    ops[Op.MR_READ_RESP] = "read_resp"
+    for f, bad in res["emitted"]:
+        name = ops.get(f.bth.opcode)
+        c[f"op:{name}" if name else "op:other"] += 1
+        if f.mrdh is not None and f.mrdh.flags & MrdhFlag.RETX:
+            c["resend:frame"] += 1
+        if bad:
+            c["frame:read_error"] += 1
+        if f.bth.opcode == Op.MR_READ_RESP and f.mrdh.flags & MrdhFlag.ERROR:
+            c["rsp:refused"] += 1
+    names = {STATUS_OK: "ok", STATUS_LOC_LEN_ERR: "loc_len_err", STATUS_LOC_QP_OP_ERR: "loc_qp_op_err",
+             STATUS_LOC_PROT_ERR: "loc_prot_err", STATUS_RETRY_EXC_ERR: "retry_exc_err"}
+    for q in res["cqe"]:
+        c[f"status:{names.get(q['status'], q['status'])}"] += 1
+    ctr = model.rtx.counters
+    for bin_, name in (("resend:sack_gap", "gap_losses"), ("resend:timeout", "timeout_losses"),
+                       ("resend:tail_probe", "tail_probes"), ("timer:timeout", "timeouts"),
+                       ("ack:new", "acks"), ("ack:no_progress", "acks_stale"), ("ack:bad", "acks_bad"),
+                       ("ack:nak", "naks"), ("error:retry_limit", "errors")):
+        c[bin_] += ctr[CTR[name]]
+    for kind, n in drv.ack_kinds.items():
+        if kind != "ack":
+            c[f"ack_offered:{kind}"] += n
+    c["probe:frame"] += summary.get("probes", 0)
+    for kind, n in getattr(drv, "waits", {}).items():
+        c[f"wait:{kind}"] += n
+    return dict(c)

@@ -101,6 +101,26 @@ def dealias_wide_toggles(points: list[Point]) -> list[Point]:
     return out
 
 
+def dat_counts(path, into: Counter | None = None) -> Counter:
+    """The counts of a ``coverage.dat`` by point key, added to ``into`` (MR-TX-416: the TX
+    coverage run's simulations merged point by point)."""
+    counts = Counter() if into is None else into
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for raw in fh:
+            if raw.startswith("C '"):
+                key, _, count = raw.rstrip("\n").rpartition("' ")
+                counts[key[3:]] += int(count)
+    return counts
+
+
+def write_dat(counts: Counter, path) -> None:
+    """A ``coverage.dat`` of ``counts`` (as :func:`dat_counts` gives), one line a point."""
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("# SystemC::Coverage-3\n")
+        for key, n in counts.items():
+            fh.write(f"C '{key}' {n}\n")
+
+
 def _read_dat(path) -> list[Point]:
     counts: Counter = Counter()
     keys: dict = {}
@@ -1529,3 +1549,158 @@ class _NamedRule(tuple):
 
     def __new__(cls, regex, why, pred):
         return super().__new__(cls, (regex, why, pred))
+
+
+# ------------------------------------------------------------------ the TX engine (MR-TX-416..)
+
+#: MR-TX-418: the TX engine's functional bins, each with what hits it (a bin is hit in a
+#: traffic shape when its event count there is above 0; the events are
+#: ``models.tx_cases.coverage_counts``'s).
+TX_BINS = {
+    "op:write": "a WRITE frame sent", "op:write_imm": "a WRITE_IMM frame sent",
+    "op:send": "a SEND frame sent", "op:send_imm": "a SEND_IMM frame sent",
+    "op:read": "a READ request frame sent", "op:cmp_swap": "a CMP_SWAP frame sent",
+    "op:fetch_add": "a FETCH_ADD frame sent", "op:read_resp": "a READ response frame sent (s_rsp)",
+    "status:ok": "a completion with status 0",
+    "status:loc_len_err": "a completion LOC_LEN_ERR (too many chunks, an atomic not of 8 bytes)",
+    "status:loc_qp_op_err": "a completion LOC_QP_OP_ERR (an opcode not sent, no such stream)",
+    "status:loc_prot_err": "a completion LOC_PROT_ERR (its payload reads failed)",
+    "status:retry_exc_err": "a completion RETRY_EXC_ERR (its connection's retry limit)",
+    "resend:sack_gap": "a record reported lost by an ACK's SACK gap (gap_losses)",
+    "resend:timeout": "a record reported lost by a timeout (timeout_losses)",
+    "resend:tail_probe": "a tail probe (tail_probes)",
+    "timer:timeout": "a retransmit timer's timeout (timeouts)",
+    "ack:new": "an ACK that resolved records (acks)",
+    "ack:no_progress": "an ACK that resolved none: a duplicate or stale one (acks_stale)",
+    "ack:bad": "a bad ACK: a path beyond the instance, PSNs never sent (acks_bad)",
+    "ack:nak": "a NAK, counted only (MR-TX-024: naks)",
+    "ack_offered:duplicate": "an ACK taken again right after itself",
+    "ack_offered:stale": "an older ACK of its path taken (a lower cum)",
+    "error:retry_limit": "a retry limit's error on m_error (errors)",
+    "frame:read_error": "a frame marked bad (tuser) after a failed payload read",
+    "rsp:refused": "a READ response frame with the ERROR flag (a refused READ)",
+    "wait:chunk_window": "a cycle a stream's next chunk waited for its chunk window (MR-ENG-012)",
+    "wait:path_window": "a cycle a packet waited for a path: each full, at its packet bound, "
+                        "probing or retired (MR-TXS-025)",
+}
+#: MR-TX-418: waits the small instance cannot show, with the reason (no bins): a connection's
+#: bytes in flight stay below its window when every stream's chunk window is full
+#: (``streams x chunk_window x mtu`` = 2 x 16 x 1,024 = 32,768 < conn_window 50,000, checked
+#: by tests/test_tx_coverage.py)
+TX_UNREACHABLE = {"wait:conn_window": "streams x chunk_window x mtu < conn_window in the small instance"}
+
+
+def functional_tx(width: int, shapes: dict[str, dict]) -> dict:
+    """MR-TX-418: the TX engine's functional bins, :data:`TX_BINS` x traffic shape, from the
+    per-shape event counts of ``tb.tx.tx_coverage`` at this run's width: bins hit / total, the
+    missed ones named, the counts; ``unexpected``: events with no bin (an ``op:other`` frame;
+    not the RETX and probe frames' counts, nor the NAKs and bad ACKs offered, which the model's
+    ``ack:nak`` and ``ack:bad`` bin)."""
+    table = {f"{b}/{shape}": int(counts.get(b, 0)) for shape, counts in shapes.items() for b in TX_BINS}
+    missing = [k for k, n in table.items() if n == 0]
+    total = len(table)
+    other = {f"{k}/{shape}": n for shape, counts in shapes.items() for k, n in counts.items()
+             if k not in TX_BINS and n and not k.startswith(("resend:frame", "probe:frame", "ack_offered:"))}
+    return {"width": width, "bins_total": total, "bins_hit": total - len(missing),
+            "percent": round(100.0 * (total - len(missing)) / total, 2) if total else None,
+            "missing": missing, "bins": {"event x shape": table}, "unexpected": other,
+            "every_bin_some_shape": all(any(table[f"{b}/{s}"] for s in shapes) for b in TX_BINS)}
+
+
+#: MR-TX-419: the engine's own counters (MR-TX-126, ``hdl/counters.py`` ``wide_counter`` in
+#: 8-bit pieces: ``ctr_X``, its piece flags ``ctr_X_lowJ`` and ``ctr_X_midJ``)
+_TX_ENGINE_CTR = re.compile(r"^ctr_(frames_bad|frames|resends|completions_err|completions)"
+                            r"(?:_(low|mid)(\d+))?$")
+#: the retransmit unit's counters' low pieces (MR-TX-311's bank: ``ctrN_low``, 8 bits)
+_TX_UNIT_CTR = re.compile(r"^ctr(\d+)_low$")
+_TX_PIECE = 8
+
+
+def _tx_engine_need(kind, j, bit):
+    """Events before a ``wide_counter`` bit (``kind`` None) or piece flag can first be 1:
+    bit ``bit``: 2^bit; ``lowJ`` (piece 0 at 2^8 - 2 and pieces 1..J-1 all ones): 256^J - 2;
+    ``midJ`` (pieces 1..J-1 all ones): 256^J - 256."""
+    if kind is None:
+        return 1 << (bit or 0)
+    return (1 << _TX_PIECE * j) - (2 if kind == "low" else 1 << _TX_PIECE)
+
+
+def tx_desc_rules(params):
+    """MR-TX-419: the frame builder's descriptor fields (models.frame_builder.DESC_FIELDS) in the
+    block ``tx``, as every descriptor copy shows them (a signal named ``...desc...__02e<field>``:
+    the join's output, the data path's, the frame builder's input and its stages h0..h5):
+    ``{field: (reason, bit predicate)}`` for the bits no data frame's descriptor sets. The
+    join writes a descriptor from the connection's template and the frame request
+    (``models.tx.desc_of``, MR-TX-121); the fields it leaves 0 are the ACK, NAK, security and
+    handshake headers', VLAN, IPv6, the IP identification and flow label, the atomic headers'
+    (an atomic's operands are its payload, MR-TX-191) and BTH SE/MigReq/TVer/FECN/BECN (the
+    engine's ACK descriptors, MR-TX-280, are not in this block); ``udp_dport`` (4791) and
+    ``mrdh_version`` (1) are constants (their 0 bits); the IPv4 addresses fill 32 of 128 bits; a path, a
+    stream and a payload length stay below the instance's paths, streams and MTU; every TX
+    opcode is 0xC0 + op (bits 4 and 5 stay 0)."""
+    from metaroce.models.frame_builder import DESC_FIELDS
+    from metaroce.models.tx import TxCycleModel
+    lay = TxCycleModel(64, **params).lay
+    written = {"eth_dst", "eth_src", "ip_dscp", "ip_ecn", "ip_ttl", "ip_src", "ip_dst", "udp_sport",
+               "udp_dport", "bth_pkey", "bth_dest_qp", "mrdh_version"}
+    written |= set(dict(lay.sched.frame.members)) - {"conn", "laddr", "slot", "swap", "compare", "gen"}
+    rules = {}
+    for name, _ in DESC_FIELDS:
+        if name not in written:
+            rules[name] = ("descriptor fields the TX's join leaves 0 (models.tx.desc_of, MR-TX-121: "
+                           "ACK/NAK/security/handshake headers, VLAN, IPv6, IP ident and flow label, "
+                           "atomic headers, BTH SE/MigReq/TVer/FECN/BECN)", lambda bit: True)
+    from metaroce.models import wire
+    from metaroce.models.tx import MRDH_VERSION
+    for field, value in (("udp_dport", wire.ROCE_PORT), ("mrdh_version", MRDH_VERSION)):
+        rules[field] = (f"descriptor fields constant in every TX descriptor (udp_dport {wire.ROCE_PORT}, "
+                        f"mrdh_version {MRDH_VERSION}): their 0 bits (a 1 bit rises once after reset)",
+                        lambda bit, value=value: not (value >> (bit or 0)) & 1)
+
+    def above(n):
+        return lambda bit: bit is not None and bit >= n
+    rules["ip_src"] = rules["ip_dst"] = ("descriptor IP addresses: IPv4 (MR-TX-121), bits 32-127 "
+                                         "stay 0", above(32))
+    rules["mrdh_path"] = ("descriptor path: below the instance's paths", above((params["paths"] - 1).bit_length()))
+    rules["mrdh_stream"] = ("descriptor stream: below the instance's streams",
+                            above(max(1, (params["streams"] - 1).bit_length())))
+    rules["payload_len"] = ("descriptor payload length: at most the MTU", above(params["mtu"].bit_length()))
+    rules["bth_opcode"] = ("descriptor opcode: 0xC0 + op, op below 10 (bits 4 and 5 stay 0; "
+                           "bits 6 and 7 rise once after reset)", lambda bit: bit in (4, 5))
+    return rules
+
+
+def tx_exclusions(points=(), counter_max=None, params=None):
+    """MR-TX-419: toggle exclusions of the TX engine (block ``tx``), each with its reason.
+    ``counter_max``: ``{"rtx": [...], "tx": [...]}``, the largest value each counter reached in
+    a batch (the RTL is reset between batches; tb/tx.py ``tx_coverage``): a counter's bit (or
+    piece flag, or read-out bit) that value cannot set is excluded (without it none is); and
+    the descriptor bits of :func:`tx_desc_rules` (``params``: the instance, default
+    models.tx.SMALL)."""
+    from metaroce.models.tx import SMALL, TX_CTR
+    desc = [(rf"desc(___05Fpayload)?__02e{field}$", why, pred)
+            for field, (why, pred) in tx_desc_rules(params or SMALL).items()]
+    if not counter_max:
+        return desc
+    unit, own = list(counter_max.get("rtx", [])), list(counter_max.get("tx", []))
+    top = max(unit + own + [0])
+
+    def engine(name, bit):
+        m = _TX_ENGINE_CTR.match(name)
+        k = TX_CTR[m.group(1)]
+        count = own[k] if k < len(own) else 0
+        return count < _tx_engine_need(m.group(2), int(m.group(3) or 0), bit)
+
+    def unit_low(name, bit):
+        n = int(_TX_UNIT_CTR.match(name).group(1))
+        return (unit[n] if n < len(unit) else 0) < 1 << (bit or 0)
+    return desc + [
+        _NamedRule(_TX_ENGINE_CTR.pattern, "the engine's counters (MR-TX-126: ctr_X and its 8-bit "
+                   "pieces' flags ctr_X_lowJ, ctr_X_midJ): bits and flags the largest count a batch "
+                   "reached cannot set (bit k needs 2^k events, lowJ 256^J - 2, midJ 256^J - 256)", engine),
+        _NamedRule(_TX_UNIT_CTR.pattern, "the retransmit unit's counters' low pieces (MR-TX-040, "
+                   "MR-TX-311: ctrN_low): bits the largest count a batch reached cannot set", unit_low),
+        (r"^reg_data$", "the counters' read-out (reg_data): bits at and above the bit length of "
+         f"the largest count a batch reached ({top})",
+         lambda bit, limit=top.bit_length(): bit is not None and bit >= limit),
+    ]

@@ -13,6 +13,8 @@ MR-TX-171), then the checker. The instance is the small one
 (models.tx.SMALL); ``TX_ROWS=1`` for the block ``tx_rows`` (MR-TX-325). Results to
 ``TX_OUT`` (JSON) if set.
 
+``tx_coverage`` (only with ``METAROCE_COVERAGE_OUT``): ``metaroce coverage tx`` (MR-TX-416).
+
 ``tx_bench``: the same engine without idle cycles or backpressure, one connection's work
 requests of ``TX_BENCH_BYTES`` bytes each (one packet each) offered back to back, every packet
 ACKed at once by a lossless receiver: packets, beats and ACKs per cycle over the run, the least
@@ -41,12 +43,12 @@ def _sem():
                         **{k: SMALL[k] for k in _SCHED})
 
 
-async def _harness(dut, width, *, first=True, **model_kw):
+async def _harness(dut, width, *, first=True, stop_on_mismatch=True, **model_kw):
     """A fresh model (``TxCycleModel``'s options ``model_kw``) and the RTL reset (the clock
     started by the first call only)."""
     model = TxCycleModel(width, **SMALL, **model_kw)
     ins, outs = model_port_lists(model)
-    h = Lockstep(dut, model, ins, outs)
+    h = Lockstep(dut, model, ins, outs, stop_on_mismatch=stop_on_mismatch)
     for name in ins:
         getattr(dut, name).value = 0
     await h.start(monitor=False, start_clock=first)
@@ -192,6 +194,72 @@ async def tx_verdicts(dut):
     if out:
         with open(out, "w") as f:
             json.dump(row, f)
+
+
+@cocotb.test(skip=not os.environ.get("METAROCE_COVERAGE_OUT"))
+async def tx_coverage(dut):
+    """``metaroce coverage tx`` (MR-TX-416, MR-TX-417): one batch (``TX_COVERAGE_BATCH``) of
+    :func:`~metaroce.models.tx_cases.coverage_batches` of one traffic shape
+    (``METAROCE_COVERAGE_SHAPES``, tx_cases.SHAPES): ``TX_COVERAGE_WRS`` random work requests
+    with one of every opcode and refusal, READ responses, losses, payload read errors, the
+    extra ACK kinds; a dead connection's retry limit; the windows' waits. The command runs a
+    simulation for each (the RTL's payload registers are not reset, so a second engine in one
+    simulation would differ from a fresh model at once). Every output compared every cycle
+    (mismatches counted, not raised); the
+    checker and the counters after each; per shape the events of the functional bins
+    (MR-TX-418, ``tx_cases.coverage_counts``) into ``METAROCE_COVERAGE_OUT`` (JSON). Line and
+    toggle coverage come from Verilator's ``coverage.dat`` (a ``--coverage`` build)."""
+    from collections import defaultdict
+    width = _width(dut)
+    seed = int(os.environ.get("COCOTB_RANDOM_SEED", "1"))
+    n = int(os.environ.get("TX_COVERAGE_WRS", "20"))
+    shapes = os.environ.get("METAROCE_COVERAGE_SHAPES", ",".join(xc.SHAPES)).split(",")
+    # one batch a simulation: the RTL's payload registers keep their values through a reset
+    # (the model's are 0), so a second engine in the same simulation differs at its cycle 0
+    only = os.environ.get("TX_COVERAGE_BATCH")
+    out = {"width": width, "shapes": {}, "problems": [], "mismatches": 0, "mismatch_reports": [],
+           "cycles": 0, "batches": [], "counter_max": {}}
+    lay = TxCycleModel(width, **SMALL).lay
+    first = True
+    for shape in shapes:
+        counts = defaultdict(int)
+        for name, items, rsps, drv in xc.coverage_batches(_sem(), SMALL, lay, width, shape, n,
+                                                          seed=seed * 100 + xc.shape_index(shape)):
+            if only and name != only:
+                continue
+            assert first, "one batch a simulation (TX_COVERAGE_BATCH, METAROCE_COVERAGE_SHAPES)"
+            model, h = await _harness(dut, width, first=first, stop_on_mismatch=False)
+            first = False
+            drv.sem = model.sched.sem           # the window waits (MR-TX-418)
+            where = f"{shape}/{name}"
+            cycles = None
+            try:
+                cycles = await drive(h, drv, busy=model.busy)
+            except Exception as e:          # no progress (after a mismatch, most likely)
+                out["problems"].append(f"{where}: {str(e).splitlines()[0]}")
+            out["mismatches"] += h.mismatch_cycles
+            out["mismatch_reports"] += [f"{where}: {r}" for r in h.reports[:2]]
+            out["cycles"] += cycles if cycles is not None else drv.cycle
+            summary = {}
+            if cycles is not None:
+                try:
+                    summary = xc.check(_sem(), items, drv, rsps)
+                    xc.check_counters(drv, summary["probes"])
+                except AssertionError as e:
+                    out["problems"].append(f"{where}: {str(e).splitlines()[0]}")
+            for key, v in xc.coverage_counts(model, drv, summary).items():
+                counts[key] += v
+            # MR-TX-419: the counters' largest values in a batch (the RTL is reset between
+            # batches): the bits they can reach
+            for unit, vals in (("rtx", model.rtx.counters), ("tx", model.counters)):
+                top = out["counter_max"].setdefault(unit, [0] * len(vals))
+                out["counter_max"][unit] = [max(a, b) for a, b in zip(top, vals)]
+            out["batches"].append({"shape": shape, "batch": name, "work_requests": len(items),
+                                   "responses": len(rsps), "cycles": cycles,
+                                   "frames": len(drv.res["emitted"]), "mismatches": h.mismatch_cycles})
+        out["shapes"][shape] = dict(counts)
+    with open(os.environ["METAROCE_COVERAGE_OUT"], "w") as f:
+        json.dump(out, f)
 
 
 @cocotb.test()

@@ -31,14 +31,19 @@ HELP = "line, toggle and functional coverage of a block's testbench under Verila
 
 #: Toggle target over the bits that can toggle (issue 7).
 TOGGLE_TARGET = 98.0
+#: MR-TX-419: the TX engine's first floor, over its named signals' bits that can toggle.
+TX_TOGGLE_TARGET = 90.0
+#: MR-TX-417: random work requests per traffic shape of ``coverage tx`` by default.
+TX_WRS = 20
 
 
 def add_arguments(p):
     p.add_argument("block", help="block name, e.g. parser")
     p.add_argument("--width", type=int, default=64, help="datapath width in bits (default 64)")
-    p.add_argument("--frames", type=int, default=100,
+    p.add_argument("--frames", type=int, default=None,
                    help="random and as many mutated frames per traffic shape, on top of the "
-                        "fixed cases (default 100)")
+                        "fixed cases (default 100); for tx: random work requests per traffic "
+                        "shape, on top of the directed ones (default 20)")
     p.add_argument("--seed", type=int, default=1, help="seed of the frames and traffic")
     p.add_argument("--shapes", default="none,idle,bp,both",
                    help="traffic shapes, comma-separated (default none,idle,bp,both)")
@@ -81,12 +86,17 @@ def run(args):
     from .verilog import block_and_width
     from metaroce.tb import coverage as cov
     blk = block_and_width(args)
-    if blk.tb not in ("metaroce.tb.parser", "metaroce.tb.rx"):
-        raise CliError(f"block {blk.name!r} has no coverage test yet (the parser and the RX engine)")
+    if blk.tb not in ("metaroce.tb.parser", "metaroce.tb.rx") and blk.name != "tx":
+        raise CliError(f"block {blk.name!r} has no coverage test yet (the parser, the RX engine "
+                       "and the TX engine tx)")
+    if args.frames is None:
+        args.frames = TX_WRS if blk.name == "tx" else 100
     if args.frames < 0:
         raise CliError("--frames must be 0 or more")
     if blk.tb == "metaroce.tb.rx":
         return run_rx(args, blk)
+    if blk.name == "tx":
+        return run_tx(args, blk)
     from metaroce.models.parser_cases import SHAPES
     shapes = [x.strip() for x in args.shapes.split(",") if x.strip()]
     if not shapes or any(x not in SHAPES for x in shapes):
@@ -157,6 +167,87 @@ def run_rx(args, blk):
     return lockstep_status(res)
 
 
+def run_tx(args, blk):
+    """``metaroce coverage tx`` (MR-TX-416..420): ``--frames`` random work requests per traffic
+    shape (with the directed ones, READ responses and a dead connection's batch, tb/tx.py
+    ``tx_coverage``); line and toggle coverage with :func:`metaroce.tb.coverage.tx_exclusions`;
+    the functional bins of :func:`metaroce.tb.coverage.functional_tx`."""
+    from ..cli import CliError
+    from metaroce.models.tx_cases import SHAPES
+    from metaroce.tb import coverage as cov
+    shapes = [x.strip() for x in args.shapes.split(",") if x.strip()]
+    if not shapes or any(x not in SHAPES for x in shapes):
+        raise CliError(f"--shapes: choose from {', '.join(SHAPES)}")
+    res, dat, tmp = simulate_tx(blk, args, shapes)
+    try:
+        points = cov.read_coverage_dat(dat)
+        summary = cov.summarise(points, None, cov.tx_exclusions(points, res.get("counter_max")),
+                                constant_bits=cov.constant_bits_of(points, named=True))
+        func = cov.functional_tx(args.width, res["shapes"])
+        _keep(args, blk, dat, res)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    out = _result(args, blk, res, summary, func, "work_requests",
+                  {"every_bin_some_shape": func["every_bin_some_shape"],
+                   "all_bins": func["bins_hit"] == func["bins_total"]},
+                  toggle_target=TX_TOGGLE_TARGET, count=sum(b["work_requests"] for b in res["batches"]))
+    out["batches"] = res["batches"]
+    out["mismatch_reports"] = res.get("mismatch_reports", [])[:4]
+    out["problem_list"] = res["problems"][:10]
+    if args.json:
+        print(json.dumps(out))
+    else:
+        _print_head(args, blk, out, summary, "work_requests")
+        tn, ta = summary["toggle_named"], summary["toggle_all_points"]
+        print(f"       named signals {tn['covered']}/{tn['total']} ({tn['percent']}%); every point, "
+              f"nothing excluded: {ta['covered']}/{ta['total']} ({ta['percent']}%)")
+        _print_tail(func, tn["uncovered"])
+    return lockstep_status(res)
+
+
+def simulate_tx(blk, args, shapes):
+    """MR-TX-416: a simulation per batch of each shape (tb/tx.py ``tx_coverage``: one engine a
+    simulation), their results merged (the shapes' event counts summed, the counters' largest
+    values, mismatches, problems, cycles) and their ``coverage.dat`` files point by point (a
+    point's counts added), each simulation's directory removed once read; returns as
+    :func:`simulate`."""
+    from collections import Counter
+    from metaroce.models.tx_cases import BATCHES
+    from metaroce.tb import coverage as cov
+    acc: Counter = Counter()
+    res = {"shapes": {}, "problems": [], "mismatches": 0, "mismatch_reports": [], "cycles": 0,
+           "batches": [], "counter_max": {}}
+    tmps = []
+    try:
+        for shape in shapes:
+            counts: dict = {}
+            for batch in BATCHES:
+                r, dat, tmp = simulate(blk, args.width, args.frames, args.seed, [shape],
+                                       extra_env={"TX_COVERAGE_WRS": str(args.frames),
+                                                  "TX_COVERAGE_BATCH": batch})
+                tmps.append(tmp)
+                cov.dat_counts(dat, acc)
+                if len(tmps) > 1:
+                    shutil.rmtree(tmp, ignore_errors=True)
+                for k, v in r["shapes"].get(shape, {}).items():
+                    counts[k] = counts.get(k, 0) + v
+                for k in ("problems", "mismatch_reports", "batches"):
+                    res[k] += r[k]
+                res["mismatches"] += r["mismatches"]
+                res["cycles"] += r["cycles"]
+                for name, vals in r["counter_max"].items():
+                    top = res["counter_max"].get(name, [0] * len(vals))
+                    res["counter_max"][name] = [max(a, b) for a, b in zip(top, vals)]
+            res["shapes"][shape] = counts
+        merged = tmps[0] / "merged_coverage.dat"
+        cov.write_dat(acc, merged)
+    except BaseException:
+        for tmp in tmps:
+            shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return res, merged, tmps[0]
+
+
 def _keep(args, blk, dat, res):
     """``--keep DIR``: the run's coverage.dat and results beside each other."""
     if args.keep:
@@ -166,17 +257,24 @@ def _keep(args, blk, dat, res):
         (keep / f"coverage_{blk.name}_w{args.width}.json").write_text(json.dumps(res))
 
 
-def _result(args, blk, res, summary, func, unit, targets):
-    """The ``--json`` object; ``unit`` names what the run counts (frames, records)."""
+def _result(args, blk, res, summary, func, unit, targets, toggle_target=None, count=None):
+    """The ``--json`` object; ``unit`` names what the run counts (frames, records; ``count``
+    when given, else the points per shape); ``toggle_target`` (default :data:`TOGGLE_TARGET`)
+    over the named signals' bits when given."""
     toggle_pct = summary["toggle"]["percent"] or 0.0
+    if toggle_target is not None:
+        toggle_pct = summary["toggle_named"]["percent"] or 0.0
+    else:
+        toggle_target = TOGGLE_TARGET
     return {"block": blk.name, "width": args.width,
-            unit: sum(len(v) for v in res["shapes"].values()), "cycles": res["cycles"],
+            unit: count if count is not None else sum(len(v) for v in res["shapes"].values()),
+            "cycles": res["cycles"],
             "mismatches": res["mismatches"], "problems": len(res["problems"]),
             "line": summary["line"], "toggle": summary["toggle"],
             "toggle_named": summary["toggle_named"],
             "toggle_temporaries": summary["toggle_temporaries"],
             "toggle_all_points": summary["toggle_all_points"], "functional": func,
-            "targets": {**targets, f"toggle_{TOGGLE_TARGET:g}": toggle_pct >= TOGGLE_TARGET},
+            "targets": {**targets, f"toggle_{toggle_target:g}": toggle_pct >= toggle_target},
             "coverage_dat": str(Path(args.keep) / f"coverage_{blk.name}_w{args.width}.dat")
             if args.keep else None}
 
