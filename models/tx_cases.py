@@ -54,19 +54,7 @@ def traffic(sem: TxSchedModel, n, *, seed=0, max_len=None, bad=True, bad_reads=0
     """``n`` work requests for the instance of ``sem``, their ``laddr`` inside a host memory
     (returned): ``(items, memory layout)``; every ``bad_reads``-th in the memory's error window
     (its reads fail, MR-TX-124)."""
-    items = sched_traffic(sem, n, seed=seed, bad=bad, max_len=max_len)
-    rng = random.Random(seed + 99)
-    pos = 0
-    for i, w in enumerate(items):
-        ln = w["length"] if w["length"] < 1 << 20 else 0
-        pos += rng.randrange(64)
-        w["laddr"] = pos
-        w["_bad_read"] = bool(bad_reads) and i % bad_reads == bad_reads - 1
-        pos += ln
-    lay = Layout(pos + 4096)
-    for w in items:
-        w["laddr"] += lay.bad_base if w.pop("_bad_read") else lay.base
-    return items, lay
+    return _place(sched_traffic(sem, n, seed=seed, bad=bad, max_len=max_len), seed, bad_reads)
 
 
 def responses(sem: TxSchedModel, n, mem_layout, *, seed=0, err=0.2, max_len=None):
