@@ -320,6 +320,25 @@ def ring_alias_cases(s: Setup, path=0):
     return out
 
 
+def ring_residue_cases(s: Setup, path=0, rounds=2):
+    """MR-RX-073, MR-RX-310: duplicates at every residue of the 256-bit ring. A row of a path of
+    connection 0 written with every SACK bit set at a random base, then each PSN of its window
+    again: S4's lookups (the ring's bit at the PSN and at PSN + 1, ANDed with the one-hots) hit
+    at every bit, which duplicates of random traffic reach only at some residues."""
+    rng, c, lay = s.rng, s.conns[0], s.lay
+    full = (1 << P.SACK_BITS) - 1
+    out = []
+    for _ in range(rounds):
+        base = rng.getrandbits(24)
+        out.append(CfgWrite(TABLE_PATH, (c.qp << lay.path_bits) | path,
+                            pack(lay.path, {"cum": base, "sack": full, "high": P.psn_add(base, P.SACK_BITS + 1)}),
+                            f"residue-row{path}"))
+        out += [s.write(c, path=path, psn=P.psn_add(base, d), plen=0, name=f"residue+{d}")
+                for d in range(1, P.SACK_BITS + 1)]
+    out.append(s.path_write(c.qp, path, c.psn[path]))
+    return out
+
+
 def path_forward_cases(s: Setup, rounds=4):
     """MR-RX-117: records of one path at distances 1 and 2 in record order (the path row's
     write of the same cycle, then of the cycle before, forwarded into the row S3 registers)
@@ -2646,7 +2665,8 @@ def coverage_suite(s: Setup, n_random=150):
     :func:`message_toggle_cases`), the request classes (:func:`request_cases`, MR-RX-220),
     messages above 16 KiB (:func:`long_message_cases`, MR-RX-221) and the random mix (with
     rows rewritten mid-traffic); chunks at high epochs (:func:`epoch_cases`, MR-RX-225);
-    requests at high message numbers and addresses (:func:`high_request_cases`, MR-RX-257)."""
+    requests at high message numbers and addresses (:func:`high_request_cases`, MR-RX-257);
+    duplicates at every residue of the ring (:func:`ring_residue_cases`)."""
     others = [s.other(op, corrupt=corrupt, expect=None if corrupt else RxCode.NOT_HANDLED,
                       name=f"{op.name}{'-bad' if corrupt else ''}")
               for op in (Op.MR_ACK, Op.MR_NAK, Op.RC_WRITE_ONLY,
@@ -2672,6 +2692,7 @@ def coverage_suite(s: Setup, n_random=150):
     # MR-RX-183: within the slots but for the message cases' own chunks beyond them
     first = within_slots(s, head + sends + reads + read_request_cases(s, conn=3)) + message_cases(s, conn=4)
     return first + within_slots(s, long_read_cases(s) + toggle_cases(s) + message_toggle_cases(s)
+                                + ring_residue_cases(s)
                                 + request_cases(s) + long_message_cases(s) + epoch_cases(s) + high_request_cases(s)
                                 + random_traffic(s, n_random),
                                 before=first)
