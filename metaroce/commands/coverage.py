@@ -98,9 +98,7 @@ def run(args):
     if blk.name == "tx":
         return run_tx(args, blk)
     from metaroce.models.parser_cases import SHAPES
-    shapes = [x.strip() for x in args.shapes.split(",") if x.strip()]
-    if not shapes or any(x not in SHAPES for x in shapes):
-        raise CliError(f"--shapes: choose from {', '.join(SHAPES)}")
+    shapes = _shapes(args, SHAPES)
     res, dat, tmp = simulate(blk, args.width, args.frames, args.seed, shapes)
     try:
         points = cov.read_coverage_dat(dat)
@@ -130,12 +128,9 @@ def run(args):
 
 def run_rx(args, blk):
     """``metaroce coverage rx|rx_256x4`` (MR-RX-073)."""
-    from ..cli import CliError
     from metaroce.models.rx_cases import SHAPES
     from metaroce.tb import coverage as cov
-    shapes = [x.strip() for x in args.shapes.split(",") if x.strip()]
-    if not shapes or any(x not in SHAPES for x in shapes):
-        raise CliError(f"--shapes: choose from {', '.join(SHAPES)}")
+    shapes = _shapes(args, SHAPES)
     lay = blk.make_model(args.width).lay
     res, dat, tmp = simulate(blk, args.width, args.frames, args.seed, shapes,
                              extra_env={"RX_RANDOM": str(args.frames), "RX_CONNS": str(lay.conns),
@@ -172,12 +167,9 @@ def run_tx(args, blk):
     shape (with the directed ones, READ responses and a dead connection's batch, tb/tx.py
     ``tx_coverage``); line and toggle coverage with :func:`metaroce.tb.coverage.tx_exclusions`;
     the functional bins of :func:`metaroce.tb.coverage.functional_tx`."""
-    from ..cli import CliError
     from metaroce.models.tx_cases import SHAPES
     from metaroce.tb import coverage as cov
-    shapes = [x.strip() for x in args.shapes.split(",") if x.strip()]
-    if not shapes or any(x not in SHAPES for x in shapes):
-        raise CliError(f"--shapes: choose from {', '.join(SHAPES)}")
+    shapes = _shapes(args, SHAPES)
     res, dat, tmp = simulate_tx(blk, args, shapes)
     try:
         points = cov.read_coverage_dat(dat)
@@ -246,6 +238,15 @@ def simulate_tx(blk, args, shapes):
             shutil.rmtree(tmp, ignore_errors=True)
         raise
     return res, merged, tmps[0]
+
+
+def _shapes(args, known):
+    """``--shapes`` as a list, each one of ``known`` (the block's traffic shapes); else one line."""
+    from ..cli import CliError
+    shapes = [x.strip() for x in args.shapes.split(",") if x.strip()]
+    if not shapes or any(x not in known for x in shapes):
+        raise CliError(f"--shapes: choose from {', '.join(known)}")
+    return shapes
 
 
 def _keep(args, blk, dat, res):
