@@ -122,19 +122,9 @@ def write_dat(counts: Counter, path) -> None:
 
 
 def _read_dat(path) -> list[Point]:
-    counts: Counter = Counter()
-    keys: dict = {}
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for raw in fh:
-            if not raw.startswith("C '"):
-                continue
-            key, _, count = raw.rstrip("\n").rpartition("' ")
-            key = key[3:]
-            counts[key] += int(count)
-            keys.setdefault(key, dict(_KV.findall(key)))
     out = []
-    for key, n in counts.items():
-        kv = keys[key]
+    for key, n in dat_counts(path).items():
+        kv = dict(_KV.findall(key))
         out.append(Point(kv.get("page", "").split("/")[0], kv.get("f", ""), int(kv.get("l", 0) or 0),
                          kv.get("o", ""), kv.get("h", ""), n))
     return out
