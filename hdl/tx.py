@@ -181,6 +181,7 @@ class TxJoin(wiring.Component):
         sl = lay.sched
         fid = Signal(sl.fail)
         m.d.comb += [fid.conn.eq(fr.conn), fid.slot.eq(fr.slot),     # MR-TXS-069
+                     fid.lap.eq(fr.lap),                                # MR-TX-451
                      ids.w_en.eq(take), ids.w_data.eq(fid),
                      self.m_id.payload.eq(ids.r_data), self.m_id.valid.eq(ids.r_rdy),
                      ids.r_en.eq(self.m_id.ready)]
@@ -217,7 +218,7 @@ class TxJoin(wiring.Component):
                          d.bth_pkey.eq(t.pkey), d.bth_dest_qp.eq(t.dest_qp),
                          d.mrdh_version.eq(MRDH_VERSION)]
             for name, _ in lay.sched.frame:
-                if name not in ("conn", "laddr", "slot", "swap", "compare", "gen"):
+                if name not in ("conn", "laddr", "slot", "lap", "swap", "compare", "gen"):
                     m.d.sync += getattr(d, name).eq(getattr(fr, name))
         with m.Else():
             with m.If(self.m_cmd.ready):
@@ -306,6 +307,7 @@ class TxData(wiring.Component):
         with m.If(self.m_fail.valid):
             m.d.comb += [self.m_fail.payload.conn.eq(join.m_id.payload.conn),
                          self.m_fail.payload.slot.eq(join.m_id.payload.slot),
+                         self.m_fail.payload.lap.eq(join.m_id.payload.lap),      # MR-TX-451
                          self.m_fail.payload.status.eq(STATUS_LOC_PROT_ERR)]
         done_take = done.valid & done.ready
         m.d.comb += join.m_id.ready.eq(done_take)

@@ -455,7 +455,7 @@ class TxSched(wiring.Component):
         fq_lay = data.StructLayout({"conn": cb, "laddr": 64, "op_set": 1, "op": 3, "ack_req": 1,
                                     "psn": psn_w, "flags": 4, "path": pb, "stream": 16, "msg": 32,
                                     "chunk": 32 - mtu_log2, "len": 32, "va": 64, "rkey": 32,
-                                    "imm": 32, "nb": nb_w, "slot": 3,
+                                    "imm": 32, "nb": nb_w, "slot": 3, "lap": 1,   # MR-TXS-411
                                     "swap": 64, "compare": 64,      # MR-TXS-099
                                     "gen": GEN_BITS})               # MR-TXS-121
 
@@ -506,6 +506,7 @@ class TxSched(wiring.Component):
             fr_out.reth_rkey.eq(fq_out.rkey), fr_out.reth_dma_len.eq(fq_out.len),
             fr_out.imm_imm.eq(fq_out.imm), fr_out.payload_len.eq(fq_out.nb),
             fr_out.slot.eq(fq_out.slot),                                    # MR-TXS-069
+            fr_out.lap.eq(fq_out.lap),                                      # MR-TXS-411
             fr_out.gen.eq(fq_out.gen)]                                      # MR-TXS-121
 
         def room_reg(q, name):
@@ -1153,6 +1154,11 @@ class TxSched(wiring.Component):
         pd_chunk, pd_nb = Signal(chunk_w, name="pd_chunk"), Signal(nb_w, name="pd_nb")
         pd_first, pd_last, pd_slot = Signal(name="pd_first"), Signal(name="pd_last"), Signal(3, name="pd_slot")
         pd_gen = Signal(GEN_BITS, name="pd_gen")           # MR-TXS-121: the path's entropy now
+        # MR-TXS-411: the probed entry's lap (live and the record's when the probe is not
+        # dropped: the packet's lap as it was sent)
+        pd_lap = Signal(name="pd_lap")
+        pb_qi = pb_e[db:] if D > 1 else pb_e
+        m.d.sync += pd_lap.eq(lap_of(read(done, pb_qi, "pb_done"), pb_e[:db] if D > 1 else pb_e))
         m.d.sync += pd_gen.eq(read(p_gen, pb_row, "pb_gen"))
         m.d.sync += [pd_ok.eq(pb_ok), pd_e.eq(pb_e), pd_slot.eq(pb_slot),
                      pd_chunk.eq(trec.data.chunk), pd_nb.eq(trec.data.nb),
@@ -1178,7 +1184,7 @@ class TxSched(wiring.Component):
                  | Mux(g_resend, int(MrdhFlag.RETX), 0))       # ERROR from the descriptor: fq_word
         g_slot = slot_of(g_idx, g_s)
 
-        def frame_of(name, conn, flags, req, psn, path, chunk, nb, slot, gen):
+        def frame_of(name, conn, flags, req, psn, path, chunk, nb, slot, lap, gen):
             """The frame queue's entry of a packet (MR-TXS-040, MR-TXS-044) less the fields the
             descriptor and operands give in the stage's cycle (MR-TXS-353: ``fq_word``); its
             stream the slot's (a response's is its descriptor's ``wr_id``)."""
@@ -1187,12 +1193,13 @@ class TxSched(wiring.Component):
             m.d.comb += [
                 f.conn.eq(conn), f.op_set.eq(1), f.ack_req.eq(req), f.psn.eq(psn),
                 f.flags.eq(flags), f.path.eq(path), f.stream.eq(s_), f.chunk.eq(chunk),
-                f.nb.eq(nb), f.slot.eq(slot),
+                f.nb.eq(nb), f.slot.eq(slot), f.lap.eq(lap),                        # MR-TXS-411
                 f.gen.eq(gen),                                                      # MR-TXS-121
             ]
             return f
 
-        frame = frame_of("frame", pick, flags, req, psn, g_path, g_chunk, g_nb, g_slot, g("gen"))
+        g_lap = _named(m, lap_of(read(done, g_qi, "g_done"), g_idx), "g_lap")     # MR-TXS-142
+        frame = frame_of("frame", pick, flags, req, psn, g_path, g_chunk, g_nb, g_slot, g_lap, g("gen"))
         # MR-TXS-376: the packet's record into its row (the picked connection's, its path)
         tw = trec_wr.data
         m.d.comb += [trec_wr.addr.eq(Cat(g_path[:pb], pick)), trec_wr.en.eq(pkt_act),
@@ -1201,7 +1208,7 @@ class TxSched(wiring.Component):
         sent = Signal(lay.sent)
         m.d.comb += [
             sent.conn.eq(pick), sent.path.eq(g_path), sent.psn.eq(psn),
-            sent.slot.eq(g_slot), sent.lap.eq(lap_of(read(done, g_qi, "g_done"), g_idx)),  # MR-TXS-142
+            sent.slot.eq(g_slot), sent.lap.eq(g_lap),                       # MR-TXS-142
             sent.chunk.eq(g_chunk), sent.nbytes.eq(g_nb), sent.req.eq(req), sent.abort.eq(0),
             sent.t_sent.eq(self.now),
         ]
@@ -1209,7 +1216,7 @@ class TxSched(wiring.Component):
         pflags = (Mux(pd_first, int(MrdhFlag.FIRST), 0) | Mux(pd_last, int(MrdhFlag.LAST), 0)
                   | int(MrdhFlag.RETX))
         pframe = frame_of("probe_frame", pbr.conn, pflags, 1, pbr.psn, pbr.path[:pb],
-                          pd_chunk, pd_nb, pd_slot, pd_gen)
+                          pd_chunk, pd_nb, pd_slot, pd_lap, pd_gen)
         m.d.comb += [frame_q.w_en.eq(pkt_act | (probe_act & pd_ok)),
                      frame_q.w_data.eq(Mux(probe_act, pframe, frame)),
                      # MR-TXS-353: the entry's descriptor and operands into the stage's cycle
@@ -1613,7 +1620,8 @@ class TxSched(wiring.Component):
             qe, ie = divmod(e, D)
             live_e = (live(tail[qe], done[qe], Const(ie, db)) if D > 1
                       else count(tail[qe], done[qe]) != 0)
-            f_hit = f_ok & (f_e == e) & live_e
+            # MR-TXS-412: and the entry's lap is the failure's (else its previous message's)
+            f_hit = f_ok & (f_e == e) & live_e & (lap_of(done[qe], Const(ie, max(db, 1))) == fl.lap)
             err_hit = self.s_error.valid & (er.conn == e // sd) & live_e
             # a failure names a live entry, a work request fills one not live: never both (MR-TXS-048:
             # the status's enable then leaves out the request's; the request's write of `fail`

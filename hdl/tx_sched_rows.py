@@ -835,7 +835,8 @@ class TxSchedRows(wiring.Component):
         f = a.fail
         for k in range(SD):
             e = r.entries[k]
-            fl_hit = f.fl_v & (f.fl.slot == k) & (f.fl.status != 0)
+            # MR-TXS-412: and the entry's lap is the failure's (else its previous message's)
+            fl_hit = f.fl_v & (f.fl.slot == k) & (f.fl.status != 0) & (e.lap == f.fl.lap)
             with m.If(is_k[K_FAIL] & live_k[k] & (e.status == 0)):
                 with m.If(fl_hit):
                     m.d.comb += mid.entries[k].status.eq(f.fl.status)
@@ -1034,7 +1035,8 @@ class TxSchedRows(wiring.Component):
             frame.reth_dma_len.eq(ge.length),
             frame.mrsh_recv_seq.eq(Mux(send_op, gd.recv_seq, 0)),
             frame.imm_imm.eq(Mux(imm_op, gd.imm, 0)), frame.payload_len.eq(g_nb),
-            frame.slot.eq(g_slot), frame.swap.eq(Mux(atom, gd.swap, 0)),
+            frame.slot.eq(g_slot), frame.lap.eq(ge.lap),                   # MR-TXS-411
+            frame.swap.eq(Mux(atom, gd.swap, 0)),
             frame.compare.eq(Mux(o == OP_CMP_SWAP, gd.compare, 0)), frame.gen.eq(Mux(is_probe, tps.gen, gps.gen)),
             sent.conn.eq(conn), sent.path.eq(g_p), sent.psn.eq(psn), sent.slot.eq(g_slot),
             sent.chunk.eq(g_chunk), sent.nbytes.eq(g_nb), sent.req.eq(req), sent.abort.eq(0),

@@ -265,7 +265,7 @@ def desc_of(fr, t, paths):
          "udp_dport": wire.ROCE_PORT,
          "bth_pkey": t["pkey"], "bth_dest_qp": t["dest_qp"], "mrdh_version": MRDH_VERSION}
     for k, v in fr.items():
-        if k not in ("conn", "laddr", "slot", "swap", "compare", "gen"):
+        if k not in ("conn", "laddr", "slot", "lap", "swap", "compare", "gen"):
             d[k] = v
     return d
 
@@ -336,7 +336,8 @@ class TxJoinModel:
             c = unpack(lay.cfg, cfg_payload)
             self.tmpl[c["conn"]] = c
         self.ids.update(id_pop, take, pack(lay.sched.fail, {
-            "conn": fr["conn"], "slot": slot_of(fr, lay.sched.streams, lay.sched.depth)}) if take else 0)
+            "conn": fr["conn"], "slot": slot_of(fr, lay.sched.streams, lay.sched.depth),
+            "lap": fr.get("lap", 0)}) if take else 0)                 # MR-TX-451
         has_payload = take and fr["payload_len"] != 0
         self.src.update(src_pop, has_payload, pack(SRC_LAYOUT, src_of(fr)) if has_payload else 0)
         return take
@@ -399,6 +400,7 @@ class TxDataCycleModel:
             return 0, 0
         idh = self.join.id_head()
         return 1, pack(self.lay.sched.fail, {"conn": idh["conn"], "slot": idh["slot"],
+                                              "lap": idh["lap"],      # MR-TX-451
                                               "status": sched_model.STATUS_LOC_PROT_ERR})
 
     def payload(self, do, fo):

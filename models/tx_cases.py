@@ -37,7 +37,7 @@ from .wire import MrdhFlag, Op
 
 __all__ = ["templates", "traffic", "Driver", "run_model", "check", "frames_of_beats",
            "endpoint_frames", "endpoint_template", "endpoint_lossy", "endpoint_responses", "responses", "data_requests",
-           "expected_data_frames", "expected_data_errors", "read_fails", "wr_status",
+           "expected_data_frames", "expected_data_errors", "late_fail_batch", "read_fails", "wr_status",
            "check_counters", "DataDriver", "BenchDriver", "AckBurstDriver", "ack_record"]
 
 
@@ -395,17 +395,21 @@ def check(sem: TxSchedModel, items, drv, rsps=()):
         if f.bth.psn != next_psn[(conn, path)]:
             # MR-TX-179, MR-TXS-080: a tail probe re-sends its path's newest packet as it was,
             # with AckReq and RETX set (no new PSN)
-            f0 = first[(conn, path)]
+            f0, bad0 = first[(conn, path)]
             assert f.bth.psn == f0.bth.psn, "PSNs in order per path (MR-SEQ-001), or a probe"
             assert f.bth.ack_req == 1 and f.mrdh.flags == f0.mrdh.flags | MrdhFlag.RETX
             assert ((f.bth.opcode, f.mrdh.stream, f.mrdh.msg, f.mrdh.offset, f.mrdh.msg_len,
-                     f.reth, f.mrsh, f.imm, f.payload)
+                     f.reth, f.mrsh, f.imm, len(f.payload))
                     == (f0.bth.opcode, f0.mrdh.stream, f0.mrdh.msg, f0.mrdh.offset,
-                        f0.mrdh.msg_len, f0.reth, f0.mrsh, f0.imm, f0.payload)), "the probe's packet"
+                        f0.mrdh.msg_len, f0.reth, f0.mrsh, f0.imm, len(f0.payload))), "the probe's packet"
+            # MR-TX-452: the same bytes read again: the same outcome; a failed read's bytes
+            # (the frame marked bad, MR-TX-124) are the memory's error data, not compared
+            assert bad == bad0, "a probe's read fails as its packet's did"
+            assert bad or f.payload == f0.payload, "the probe's payload"
             probes += 1
             continue
         next_psn[(conn, path)] = P.psn_add(f.bth.psn, 1)
-        first[(conn, path)] = f
+        first[(conn, path)] = (f, bad)
         if bad:
             continue
         if f.bth.opcode == Op.MR_READ_RESP:
@@ -613,6 +617,7 @@ def data_requests(lay, n, mem_layout, *, seed=0, max_len=2000, bad_every=0, atom
                     "imm_imm": rng.randrange(1 << 32) if op == Op.MR_WRITE_IMM else 0,
                     "mrsh_recv_seq": 0, "payload_len": ln})
         out[-1]["slot"] = out[-1]["mrdh_msg"] % (lay.sched.streams * lay.sched.depth)     # MR-TXS-069
+        out[-1]["lap"] = out[-1]["mrdh_msg"] // (lay.sched.streams * lay.sched.depth) & 1  # MR-TX-451
         out[-1]["gen"] = gr.randrange(1, 16) if gr.random() < 0.5 else 0                 # MR-TXS-121
         if send:
             out[-1].update(bth_opcode=op + 2, mrsh_recv_seq=kind.getrandbits(32))
@@ -656,7 +661,8 @@ def expected_data_errors(reqs, mem_layout, streams, depth):
     from .tx import cmd_of, slot_of
     from .tx_sched import STATUS_LOC_PROT_ERR
     bad = [read_fails(mem_layout, cmd_of(fr)) for fr in reqs]
-    fails = [{"conn": fr["conn"], "slot": slot_of(fr, streams, depth), "status": STATUS_LOC_PROT_ERR}
+    fails = [{"conn": fr["conn"], "slot": slot_of(fr, streams, depth), "status": STATUS_LOC_PROT_ERR,
+              "lap": fr.get("lap", 0)}                          # MR-TX-451: the request's lap
              for fr, b in zip(reqs, bad) if b]
     return [int(b) for b in bad], fails
 
@@ -1208,6 +1214,19 @@ def coverage_batches(sem: TxSchedModel, params, lay, width, shape, n, *, seed=0)
                          ce_paths={(CC_CONN, CC_MARKED)}, **dict(kw, ns_per_cycle=4))
     out.append(("windows", w_items, [], win))
     return out
+
+
+def late_fail_batch(sem: TxSchedModel, params, lay, width, *, seed=1, n=20, ns_per_cycle=200):
+    """MR-TX-452: :func:`coverage_batches`' ``traffic`` batch of the shape ``none`` at
+    ``ns_per_cycle`` (200: an RTO of 200 cycles, shorter than a payload read's trip through a
+    loaded data path): tail probes and resends of packets whose reads fail, a read error
+    reported after its message completed and its slot was taken again (MR-TXS-412);
+    ``(items, rsps, driver)``."""
+    for name, items, rsps, drv in coverage_batches(sem, params, lay, width, "none", n, seed=seed):
+        if name == "traffic":
+            drv.ns_per_cycle = ns_per_cycle
+            return items, rsps, drv
+    raise AssertionError("coverage_batches has a traffic batch")
 
 
 #: MR-TX-418: the windows batch's ACK delay (cycles): longer than 16 chunks take to leave at

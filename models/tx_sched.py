@@ -255,10 +255,15 @@ def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"]
                                "swap": 64, "compare": 64,
                                # MR-TXS-121: the path's entropy generation (the join stage's
                                # UDP source port, protocol.entropy_next)
-                               "gen": GEN_BITS})
+                               "gen": GEN_BITS,
+                               # MR-TXS-411: the slot's entry's lap (MR-TXS-142), which the
+                               # data path's read errors return (m_fail); last, so that every
+                               # other field keeps its bits
+                               "lap": 1})
     # MR-TXS-027: a message's failure (the data path's read error) and a connection's (the
     # retransmit unit's ``m_error``)
-    fail = data.StructLayout({"conn": cb, "slot": 3, "status": 5})
+    # MR-TXS-411: with the lap of the frame request whose read failed
+    fail = data.StructLayout({"conn": cb, "slot": 3, "status": 5, "lap": 1})
     # MR-TXS-028: a path's window, the fields conn, path, cwnd of the Cwnd block's m_update
     cwnd = data.StructLayout({"conn": cb, "path": (paths - 1).bit_length(),
                               "cwnd": records.BYTES_BITS})
@@ -501,7 +506,9 @@ class TxSchedModel:
         the message's first."""
         out = []
         if fail is not None:
-            e = self.entry_of(fail["conn"], fail["slot"])
+            # MR-TXS-412: a failure of the slot's previous message (its lap not the entry's) is
+            # ignored, as a late report is (MR-TXS-142)
+            e = self.entry_of(fail["conn"], fail["slot"], fail.get("lap", 0))
             if e is not None:
                 out.append((e, fail["status"]))
         if error is not None:
@@ -786,7 +793,7 @@ class TxSchedModel:
                 "reth_va": 0 if send_op else e["va"], "reth_rkey": 0 if send_op else e["rkey"],
                 "reth_dma_len": e["length"], "mrsh_recv_seq": e["recv_seq"] if send_op else 0,
                 "imm_imm": e["imm"] if has_imm(e["op"]) else 0, "payload_len": nbytes,
-                "slot": slot,
+                "slot": slot, "lap": e["lap"],                      # MR-TXS-411
                 # MR-TXS-098: an atomic's operands (the compare value a compare-and-swap's)
                 "swap": e.get("swap", 0) if is_atomic(e["op"]) else 0,
                 "compare": e.get("compare", 0) if e["op"] == OP_CMP_SWAP else 0,

@@ -281,8 +281,9 @@ class Driver(CounterReadout):
         inp.update(s_fail__valid=0, s_fail__payload=0, s_error__valid=0, s_error__payload=0)
         if self.fail_offer is None and fr.random() < self.p_fail:
             c, k = fr.randrange(self.lay.conns), fr.random()
-            fl = ({"conn": c, "slot": fr.randrange(8), "status": fr.choice([0, 4, 4])}
-                  if k < 0.7 else None)
+            # MR-TXS-412: a random lap (the slot's entry's or its previous message's)
+            fl = ({"conn": c, "slot": fr.randrange(8), "status": fr.choice([0, 4, 4]),
+                   "lap": fr.randrange(2)} if k < 0.7 else None)
             er = {"conn": c, "path": 0, "status": 12} if k > 0.5 else None
             self.fail_offer = (fl, er)
         if self.fail_offer is not None:

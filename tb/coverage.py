@@ -1633,7 +1633,7 @@ def tx_desc_rules(params):
     lay = TxCycleModel(64, **params).lay
     written = {"eth_dst", "eth_src", "ip_dscp", "ip_ecn", "ip_ttl", "ip_src", "ip_dst", "udp_sport",
                "udp_dport", "bth_pkey", "bth_dest_qp", "mrdh_version"}
-    written |= set(dict(lay.sched.frame.members)) - {"conn", "laddr", "slot", "swap", "compare", "gen"}
+    written |= set(dict(lay.sched.frame.members)) - {"conn", "laddr", "slot", "lap", "swap", "compare", "gen"}
     rules = {}
     for name, _ in DESC_FIELDS:
         if name not in written:

@@ -95,6 +95,38 @@ async def tx_lockstep(dut):
 
 
 @cocotb.test()
+async def tx_late_fail(dut):
+    """MR-TXS-412, MR-TX-451/452 under Verilator: :func:`tx_cases.late_fail_batch` (200 ns a
+    cycle: tail probes and resends of failing reads, a read error after its message completed
+    and its slot was taken again): every output compared every cycle, then the checker (the
+    next message completes with its own status). ``late`` counts the model's failures of a
+    live slot of the other lap (ignored)."""
+    width = _width(dut)
+    model, h = await _harness(dut, width)
+    sem = model.sched.sem
+    late, orig = [], sem.fail_targets
+
+    def fail_targets(fail=None, error=None):
+        if fail is not None:
+            e = sem.entry_of(fail["conn"], fail["slot"])
+            if e is not None and e["lap"] != fail["lap"]:
+                late.append(fail)
+        return orig(fail, error)
+    sem.fail_targets = fail_targets
+    items, rsps, drv = xc.late_fail_batch(_sem(), SMALL, model.lay, width)
+    drv.sem = sem
+    n = await drive(h, drv, busy=model.busy)
+    summary = xc.check(_sem(), items, drv, rsps)
+    out = os.environ.get("TX_OUT")
+    if out:
+        with open(out, "w") as f:
+            json.dump({"work_requests": len(items), "completions": len(drv.res["cqe"]),
+                       "cycles": n, "frames": summary["frames"], "probes": summary["probes"],
+                       "late": len(late), "mismatches": h.mismatches}, f)
+    assert h.mismatches == 0
+
+
+@cocotb.test()
 async def tx_cc(dut):
     """MR-TX-107 under Verilator: the windows set up, every ACK of one path echoing CE (the
     directed run of tests/test_tx_cwnd.py): 0 mismatches, the marked path's window cut to its

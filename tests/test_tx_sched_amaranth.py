@@ -167,9 +167,10 @@ def test_joins_the_retransmit_unit_and_the_frame_builder():
     wiring.connect(top, rtx.m_resend, txs.s_resend)
     desc = dict(fb.DESC_FIELDS)
     for name, f in txs.lay.frame:
-        if name not in ("conn", "laddr", "slot", "swap", "compare", "gen"):
+        if name not in ("conn", "laddr", "slot", "lap", "swap", "compare", "gen"):
             assert desc[name] == f.width, name
     assert txs.lay.frame["slot"].width == txs.lay.sent["slot"].width
+    assert txs.lay.frame["lap"].width == txs.lay.sent["lap"].width == txs.lay.fail["lap"].width  # MR-TXS-411
 
 
 @pytest.mark.parametrize("seed", [5])
@@ -496,7 +497,8 @@ class _FailingDriver(tc.Driver):
         if rng.random() < self.p_fail:
             inp["s_fail__valid"] = 1
             inp["s_fail__payload"] = tc.pack(self.lay.fail, {
-                "conn": rng.randrange(self.lay.conns), "slot": rng.randrange(8), "status": 4})
+                "conn": rng.randrange(self.lay.conns), "slot": rng.randrange(8), "status": 4,
+                "lap": rng.randrange(2)})                   # MR-TXS-412: either lap
             self.fails += 1
         if rng.random() < self.p_error:
             inp["s_error__valid"] = 1
@@ -529,8 +531,11 @@ class _NextEntryFailingDriver(_FailingDriver):
             sem, lay = self.model.sem, self.lay
             c, s = self.rng.randrange(lay.conns), self.rng.randrange(lay.streams)
             nxt = (sem.q[sem.qi(c, s)]["send"] + 1) % lay.depth
+            # MR-TXS-412: the entry's own lap (a live entry's; any other is not failed)
             inp["s_fail__payload"] = tc.pack(lay.fail, {"conn": c, "slot": s * lay.depth + nxt,
-                                                        "status": 4})
+                                                        "status": 4,
+                                                        "lap": (sem.q[sem.qi(c, s)]["ring"][nxt]
+                                                                or {"lap": 0})["lap"]})
         return inp
 
 

@@ -117,7 +117,7 @@ def test_read_request():
                   "bth_psn": fr["bth_psn"], "mrdh_flags": MrdhFlag.FIRST | MrdhFlag.LAST,
                   "mrdh_path": fr["mrdh_path"], "mrdh_stream": 0, "mrdh_msg": 1, "mrdh_offset": 0,
                   "mrdh_msg_len": 0, "reth_va": 0xABC0, "reth_rkey": 0x77, "reth_dma_len": 70_000,
-                  "mrsh_recv_seq": 0, "imm_imm": 0, "payload_len": 0, "slot": 1, "swap": 0,
+                  "mrsh_recv_seq": 0, "imm_imm": 0, "payload_len": 0, "slot": 1, "lap": 0, "swap": 0,
                   "compare": 0, "gen": 0}
     assert st["nbytes"] == 0 and st["chunk"] == 0
     p = fr["mrdh_path"]
@@ -361,8 +361,9 @@ def test_atomic_layouts_keep_the_other_ops_bits():
     assert [n for n, _ in lay.wr][len(old_wr):] == ["swap", "compare"]
     assert lay.wr["swap"].offset == 260 and lay.wr.size == 388
     # MR-TXS-121: and the entropy generation after them (4 bits, 563 from 559)
-    assert [n for n, _ in lay.frame][-4:] == ["slot", "swap", "compare", "gen"]
-    assert lay.frame["gen"].offset == 559 and lay.frame.size == 563
+    assert [n for n, _ in lay.frame][-5:] == ["slot", "swap", "compare", "gen", "lap"]
+    # MR-TXS-411: and the entry's lap after it (1 bit)
+    assert lay.frame["gen"].offset == 559 and lay.frame.size == 564
     sem = TxSchedModel(**dict(SMALL, mtu=256))
     assert sem.wr(tc.wr_item(0, 0, 8, wr_id=1, op=7, swap=1))["status"] == STATUS_LOC_QP_OP_ERR
     for k, op in enumerate((OP_WRITE, OP_WRITE_IMM, OP_SEND, OP_SEND_IMM, OP_READ)):
@@ -887,7 +888,7 @@ def test_probe_dropped_when_not_the_newest_or_resolved():
     assert sem.probe(pr) is None
     # failed
     sem, sent = _two_packets()
-    sem.fail(sem.fail_targets({"conn": 0, "slot": s0["slot"], "status": 4}))
+    sem.fail(sem.fail_targets({"conn": 0, "slot": s0["slot"], "status": 4, "lap": s0["lap"]}))
     assert sem.probe(pr) is None
     # completed (a message of one chunk, acknowledged): the record names no live message
     sem = TxSchedModel(**SMALL)

@@ -1,0 +1,81 @@
+"""A payload read error names its message by slot and lap (MR-TXS-411, MR-TXS-412, MR-TX-451,
+MR-TX-452): a report that comes after its message completed and its slot was taken again is
+ignored, not charged to the slot's next message. The TX's cycle model alone here; the RTL in
+lockstep under Verilator in tests/test_tx_rtl.py (``test_tx_rtl_late_read_error``) and in the
+scheduler's and data path's Amaranth locksteps (their failure drivers draw either lap)."""
+import pytest
+
+from metaroce.models import tx_cases as xc
+from metaroce.models import tx_sched as ts
+from metaroce.models import tx_sched_cases as tc
+from metaroce.models.driver import run_alone
+from metaroce.models.tx import SMALL, TxCycleModel
+from metaroce.models.tx_sched import SMALL as SCHED_SMALL
+from metaroce.models.tx_sched import STATUS_LOC_PROT_ERR, TxSchedModel
+
+_SCHED = ("chunk_window", "mtu", "cwnd", "conn_window", "path_pkts", "ack_every", "resend_depth")
+
+
+def _sem():
+    return TxSchedModel(SMALL["conns"], SMALL["streams"], SMALL["paths"], SMALL["depth"],
+                        **{k: SMALL[k] for k in _SCHED})
+
+
+def test_fail_names_the_entry_of_its_lap():
+    """MR-TXS-411/412: a frame request carries its entry's lap; a failure with that lap fails
+    the entry, one with the other lap (the slot's previous message's) fails nothing."""
+    sem = TxSchedModel(**SCHED_SMALL)
+    assert sem.wr(tc.wr_item(0, 0, 3000, wr_id=1)) is None
+    frame, sent = sem.apply(sem.decide())
+    assert frame["lap"] == sent["lap"] == 0
+    other = {"conn": 0, "slot": frame["slot"], "status": STATUS_LOC_PROT_ERR, "lap": 1}
+    assert sem.fail_targets(other) == []
+    own = dict(other, lap=frame["lap"])
+    [(e, status)] = sem.fail_targets(own)
+    assert e["wr_id"] == 1 and status == STATUS_LOC_PROT_ERR
+
+
+def _late_fail_run(monkeypatch, *, ignore_lap=False):
+    """The TX model through :func:`tx_cases.late_fail_batch`; the failures whose slot names a
+    live entry of the other lap counted (``late``). With ``ignore_lap`` the scheduler's model
+    fails the slot's entry whatever the lap (the wrong form)."""
+    late = []
+    orig = ts.TxSchedModel.fail_targets
+
+    def fail_targets(self, fail=None, error=None):
+        if fail is not None:
+            e = self.entry_of(fail["conn"], fail["slot"])
+            if e is not None and e["lap"] != fail["lap"]:
+                late.append(fail)
+            if ignore_lap:
+                fail = dict(fail, lap=e["lap"] if e is not None else 0)
+        return orig(self, fail, error)
+
+    monkeypatch.setattr(ts.TxSchedModel, "fail_targets", fail_targets)
+    width = 64
+    model = TxCycleModel(width, **SMALL)
+    items, rsps, drv = xc.late_fail_batch(_sem(), SMALL, model.lay, width)
+    drv.sem = model.sched.sem
+    run_alone(model, drv, busy=model.busy)
+    return items, rsps, drv, late
+
+
+def test_late_read_error_is_ignored(monkeypatch):
+    """MR-TXS-412, MR-TX-451, MR-TX-452: at 200 ns a cycle (RTOs of 200 cycles) a read error
+    comes after its message completed and its slot holds the stream's next message; it is
+    ignored (the next message completes with status 0), and every probe's read fails as its
+    packet's did. Before MR-TXS-412 work request 23 of this run completed LOC_PROT_ERR."""
+    items, rsps, drv, late = _late_fail_run(monkeypatch)
+    assert late, "the run has a read error of a slot's previous message"
+    s = xc.check(_sem(), items, drv, rsps)
+    assert s["probes"] > 0
+
+
+@pytest.mark.slow
+def test_late_read_error_wrong_form_fails(monkeypatch):
+    """MR-TXS-412 (negative control, ~5 CPU s): the failure applied to the slot's entry
+    whatever its lap charges the read error to the next message: the checker's status fails."""
+    items, rsps, drv, late = _late_fail_run(monkeypatch, ignore_lap=True)
+    assert late
+    with pytest.raises(AssertionError, match="status 4, want 0"):
+        xc.check(_sem(), items, drv, rsps)
