@@ -5,6 +5,8 @@ the Verilator testbench (tb/lockstep.py), driven by the block's one driver
 unit's semantics and a lossy receiver); then the checker (MR-TXS-050).
 """
 
+import random
+
 import pytest
 from amaranth.hdl import Module
 from amaranth.lib import wiring
@@ -481,12 +483,22 @@ def test_lockstep_refused_on_full_completion_queue():
 
 class _FailingDriver(tc.Driver):
     """The block's driver with message and connection failures offered on random cycles
-    (``s_fail`` of a random slot, ``s_error`` of a random connection; both always taken)."""
+    (``s_fail`` of a random slot, ``s_error`` of a random connection; both always taken).
+    MR-TXS-412: a failure's lap is the named live entry's (``model``'s state before the edge),
+    one in eight the other one (the slot's previous message's: ignored); without ``model`` a
+    random lap. The laps come from a generator of their own (the traffic's draws unchanged)."""
 
-    def __init__(self, lay, items, *, p_fail, p_error, **kw):
+    def __init__(self, lay, items, *, p_fail, p_error, model=None, **kw):
         super().__init__(lay, items, **kw)
         self.p_fail, self.p_error = p_fail, p_error
         self.fails = 0
+        self.model, self.lap_rng = model, random.Random(kw.get("seed", 0) ^ 0x1A9)
+
+    def lap(self, conn, slot):
+        if self.model is None:
+            return self.lap_rng.randrange(2)
+        e = self.model.sem.entry_of(conn, slot)
+        return ((e["lap"] if e is not None else 0) ^ (self.lap_rng.random() < 1 / 8))
 
     def inputs(self):
         inp = super().inputs()
@@ -496,9 +508,9 @@ class _FailingDriver(tc.Driver):
                     "s_error__payload": 0})
         if rng.random() < self.p_fail:
             inp["s_fail__valid"] = 1
+            c, slot = rng.randrange(self.lay.conns), rng.randrange(8)
             inp["s_fail__payload"] = tc.pack(self.lay.fail, {
-                "conn": rng.randrange(self.lay.conns), "slot": rng.randrange(8), "status": 4,
-                "lap": rng.randrange(2)})                   # MR-TXS-412: either lap
+                "conn": c, "slot": slot, "status": 4, "lap": self.lap(c, slot)})
             self.fails += 1
         if rng.random() < self.p_error:
             inp["s_error__valid"] = 1
@@ -552,7 +564,7 @@ def _stream_terms_run(params, seed, dut_cls=TxSched, stop_on_bad=False, next_ent
         drv = _NextEntryFailingDriver(model.lay, items, model=model, seed=seed, p_idle=0.3,
                                       p_bp=0.3, loss=0.1, p_fail=0.05, p_error=0.002)
     else:
-        drv = _FailingDriver(model.lay, items, seed=seed, p_idle=0.3, p_bp=0.3, loss=0.1,
+        drv = _FailingDriver(model.lay, items, model=model, seed=seed, p_idle=0.3, p_bp=0.3, loss=0.1,
                              p_fail=0.02, p_error=0.005)
     dut = dut_cls(64, **params)
     bad, seen = [], {"cycles": 0, "flips": 0, "nnb_moves": 0}
