@@ -207,6 +207,18 @@ def _counter_bank(m, incs, addr, nbits, piece=8):
     return Cat(Array(lows)[addr], _piece_inc(rd_out.data, pend.bit_select(addr, 1), piece))
 
 
+def _stored_layout(lay, widths):
+    """MR-TX-421: the layout a queue holds for items of ``lay``: each field of ``widths`` at its
+    width there (0: not held, the reader has it elsewhere), the others as they are."""
+    return data.StructLayout({k: widths.get(k, Shape.cast(f.shape).width) for k, f in lay
+                              if widths.get(k, 1)})
+
+
+def _copy_fields(m, dst, src, names):
+    """``dst.f = src.f`` for each field ``f`` of ``names`` (zero-extended or truncated)."""
+    m.d.comb += [dst[k].eq(src[k]) for k in names]
+
+
 class Retransmit(wiring.Component):
     """The retransmit unit's first slice (docs/spec/hw-tx.md)."""
 
@@ -300,16 +312,25 @@ class Retransmit(wiring.Component):
         rec_data, link_data = read_data(rec_rd, rec_wr, "rec"), read_data(link_rd, link_wr, "link")
         free_data = read_data(free_rd, free_wr, "free")
 
-        m.submodules.job_q = job_q = fifo.SyncFIFO(width=lay.job.size, depth=JOB_DEPTH)
+        # MR-TX-421: the queues hold a path's index in its pb bits (the reports' 8-bit field
+        # is zero above them: every pushed item's path is a row's), a job no conn and path (its
+        # row's), an ACK event its srtt in DUR_BITS (an estimate or srtt0)
+        dur = records.DUR_BITS
+        job_st = _stored_layout(lay.job, {"conn": 0, "path": 0})
+        report_st = _stored_layout(lay.acked, {"path": pb})
+        error_st = _stored_layout(lay.error, {"path": pb})
+        probe_st = _stored_layout(lay.probe, {"path": pb})
+        ackev_st = _stored_layout(lay.ackev, {"srtt": dur})
+        m.submodules.job_q = job_q = fifo.SyncFIFO(width=job_st.size, depth=JOB_DEPTH)
         # MR-TX-265: the insert queue's and the RTO queue's heads and r_rdy in flip-flops
         # (MR-TX-065's queue), so the take decision does not start at a level compare and the
         # RTO's row at a LUT-RAM read
         m.submodules.ins_q = ins_q = HeadRegFIFO(width=lay.insert.size, depth=INS_DEPTH)
-        m.submodules.acked_q = acked_q = HeadRegFIFO(width=lay.acked.size, depth=OUT_DEPTH)
-        m.submodules.resend_q = resend_q = HeadRegFIFO(width=lay.resend.size, depth=OUT_DEPTH)
-        m.submodules.error_q = error_q = HeadRegFIFO(width=lay.error.size, depth=OUT_DEPTH)
-        m.submodules.ackev_q = ackev_q = HeadRegFIFO(width=lay.ackev.size, depth=OUT_DEPTH)
-        m.submodules.probe_q = probe_q = HeadRegFIFO(width=lay.probe.size, depth=OUT_DEPTH)
+        m.submodules.acked_q = acked_q = HeadRegFIFO(width=report_st.size, depth=OUT_DEPTH)
+        m.submodules.resend_q = resend_q = HeadRegFIFO(width=report_st.size, depth=OUT_DEPTH)
+        m.submodules.error_q = error_q = HeadRegFIFO(width=error_st.size, depth=OUT_DEPTH)
+        m.submodules.ackev_q = ackev_q = HeadRegFIFO(width=ackev_st.size, depth=OUT_DEPTH)
+        m.submodules.probe_q = probe_q = HeadRegFIFO(width=probe_st.size, depth=OUT_DEPTH)
         # MR-TX-163: a connection's paths' health bits (set by progress, cleared by a timeout);
         # MR-TX-165: a record's probe bit (its ACK gives no RTT sample)
         # MR-TX-198: and above them the connection's ECN bit (its last resolving ACK echoed ECE)
@@ -965,16 +986,15 @@ class Retransmit(wiring.Component):
         # job carries the ACK's SACK as it came and floor - cum, from which the walker reads the
         # bitmap of the resolved records (MR-TX-331: no shift of the SACK)
         walk = s2_kind == JOB_WALK
-        job = Signal(lay.job)
-        m.d.comb += [job.kind.eq(s2_kind), job.row.eq(s2_row), job.conn.eq(s2_conn),
-                     job.path.eq(s2_path), job.n.eq(s2_n), job.skip.eq(Mux(s2_moved, s2_lost_dist, s2_n)), job.ptr.eq(s2_ptr),
+        job = Signal(job_st)
+        m.d.comb += [job.kind.eq(s2_kind), job.row.eq(s2_row), job.n.eq(s2_n), job.skip.eq(Mux(s2_moved, s2_lost_dist, s2_n)), job.ptr.eq(s2_ptr),
                      job.sack.eq(s2_sack), job.at.eq(s2_at),
                      job.smp.eq(walk & s2_trig_near & (s2_trig < s2_n)), job.trig.eq(s2_trig),
                      job.t_ack.eq(s2_t_ack), job.ce.eq(s2_ce)]
         # t_live + rto x 2^backoff by carry-select in 8-bit pieces: the sums with and
         # without a carry in and the carries (comparisons) in S2a, the selection in S2b
         dl_sum = _cs_sum(m, s2_t_live, s2_rto_x ^ Const(self.rto_ns, tb), tb, "dl", carry_chain=cc)
-        s2b_job = Signal(lay.job)
+        s2b_job = Signal(job_st)
         s2b_row = Signal(rb)
         s2b_conn = Signal(cb)
         s2b_path = Signal(8)
@@ -995,10 +1015,10 @@ class Retransmit(wiring.Component):
         insert = Signal(lay.insert)
         m.d.comb += [insert.row.eq(s2b_row), insert.deadline.eq(dl_sum),
                      ins_q.w_en.eq(s2b_ins_push), ins_q.w_data.eq(insert)]
-        err = Signal(lay.error)
+        err = Signal(error_st)
         m.d.comb += [err.conn.eq(s2b_conn), err.path.eq(s2b_path), err.status.eq(STATUS_RETRY_EXC),
                      error_q.w_en.eq(s2b_err_push), error_q.w_data.eq(err)]
-        prb = Signal(lay.probe)
+        prb = Signal(probe_st)
         # MR-TX-197: a verdict's PSN 0, a probe's verdict 0 (selected after the registers, off
         # S1b's timeout decision)
         m.d.comb += [prb.conn.eq(s2b_conn), prb.path.eq(s2b_path),
@@ -1015,11 +1035,11 @@ class Retransmit(wiring.Component):
         e_t_sent, e_t_ack = Signal(records.TIME_BITS), Signal(records.TIME_BITS)
 
         # -- the walker (MR-TX-032): one record per cycle from the path's head
-        qjob = data.View(lay.job, job_q.r_data)
+        qjob = data.View(job_st, job_q.r_data)
         walk_addr = Signal(pw)
         m.d.comb += [rec_rd.addr.eq(walk_addr), link_rd.addr.eq(walk_addr), prb_rd.addr.eq(walk_addr),
                      head_rd.addr.eq(Mux(w_state == 1, w_row, qjob.row))]
-        report = Signal(lay.acked)
+        report = Signal(report_st)
         m.d.comb += [report.conn.eq(w_conn), report.path.eq(w_path), report.slot.eq(rec.slot),
                      report.chunk.eq(rec.chunk), report.abort.eq(rec.abort),
                      report.lap.eq(rec.lap),                                    # MR-TX-209
@@ -1031,8 +1051,9 @@ class Retransmit(wiring.Component):
         m.d.sync += ev_valid.eq(0)
         m.d.comb += ev_rd.addr.eq(w_row)
         ev_est = data.View(est_lay, ev_rd.data)
-        ev_w = Signal(lay.ackev)
-        m.d.comb += [ev_w.eq(ev), ev_w.srtt.eq(Mux(ev_est.valid, ev_est.srtt, srtt0(self.rto_ns))),
+        ev_w = Signal(ackev_st)
+        _copy_fields(m, ev_w, ev, [k for k, _ in ackev_st])
+        m.d.comb += [ev_w.srtt.eq(Mux(ev_est.valid, ev_est.srtt, srtt0(self.rto_ns))),
                      ackev_q.w_en.eq(ev_valid), ackev_q.w_data.eq(ev_w)]
 
         if self.verdict_health:
@@ -1121,7 +1142,7 @@ class Retransmit(wiring.Component):
                             m.d.sync += w_state.eq(0)
         with m.If(w_take):
             m.d.sync += [w_state.eq(1), w_row.eq(qjob.row),
-                         w_conn.eq(qjob.conn), w_path.eq(qjob.path), w_n.eq(qjob.n),
+                         w_conn.eq(qjob.row[pb:]), w_path.eq(qjob.row[:pb]), w_n.eq(qjob.n),
                          w_skip.eq(qjob.skip), w_skip_zero.eq(qjob.skip == 0),
                          w_sack.eq(Cat(qjob.sack[-1], qjob.sack[:-1])), w_at.eq(qjob.at),
                          w_smp.eq(qjob.smp),
@@ -1297,16 +1318,20 @@ class Retransmit(wiring.Component):
                           ("ackev_q", ackev_q)) for p in ("w_rdy", "level")}}
 
         # -- outputs and counters (MR-TX-040)
+        for q, st, port in ((acked_q, report_st, self.m_acked), (resend_q, report_st, self.m_resend),
+                            (error_q, error_st, self.m_error), (ackev_q, ackev_st, self.m_ackev),
+                            (probe_q, probe_st, self.m_probe)):
+            _copy_fields(m, port.payload, data.View(st, q.r_data), [k for k, _ in st])
         m.d.comb += [
-            self.m_acked.valid.eq(acked_q.r_rdy), self.m_acked.payload.eq(acked_q.r_data),
+            self.m_acked.valid.eq(acked_q.r_rdy),
             acked_q.r_en.eq(self.m_acked.ready),
-            self.m_resend.valid.eq(resend_q.r_rdy), self.m_resend.payload.eq(resend_q.r_data),
+            self.m_resend.valid.eq(resend_q.r_rdy),
             resend_q.r_en.eq(self.m_resend.ready),
-            self.m_error.valid.eq(error_q.r_rdy), self.m_error.payload.eq(error_q.r_data),
+            self.m_error.valid.eq(error_q.r_rdy),
             error_q.r_en.eq(self.m_error.ready),
-            self.m_ackev.valid.eq(ackev_q.r_rdy), self.m_ackev.payload.eq(ackev_q.r_data),
+            self.m_ackev.valid.eq(ackev_q.r_rdy),
             ackev_q.r_en.eq(self.m_ackev.ready),
-            self.m_probe.valid.eq(probe_q.r_rdy), self.m_probe.payload.eq(probe_q.r_data),
+            self.m_probe.valid.eq(probe_q.r_rdy),
             probe_q.r_en.eq(self.m_probe.ready),
         ]
         ctr_value = _counter_bank(m, [inc_late[n] for n in CTR], self.reg_addr[:(N_COUNTERS - 1).bit_length()],
