@@ -219,35 +219,6 @@ def _copy_fields(m, dst, src, names):
     m.d.comb += [dst[k].eq(src[k]) for k in names]
 
 
-class _BitPort:
-    """A memory port's signals (``addr``, ``data``, ``en``) for :func:`_packed_bits`."""
-
-    def __init__(self, name, addr_bits):
-        self.addr = Signal(addr_bits, name=f"{name}_addr")
-        self.data = Signal(name=f"{name}_data")
-        self.en = Signal(name=f"{name}_en")
-
-
-def _packed_bits(m, depth, name, lanes=4):
-    """MR-TX-422: a ``depth`` x 1 memory with a synchronous read port (not transparent) and a
-    write port, held as ``depth / lanes`` words of ``lanes`` bits (LUT RAM of a quarter the
-    depth): the read selects its bit from the word read without a clock and registers it (the
-    word as before the edge's write); a write rewrites its word from a second read of it
-    without a clock (every write up to the last edge) with its bit replaced. Returns the
-    ports ``(rd, wr)``: ``rd.addr`` in, ``rd.data`` out; ``wr.addr``, ``wr.data``, ``wr.en`` in."""
-    ab = (depth - 1).bit_length()
-    rd, wr = _BitPort(f"{name}_rd", ab), _BitPort(f"{name}_wr", ab)
-    lb = (lanes - 1).bit_length()
-    assert depth % lanes == 0 and lanes == 1 << lb
-    m.submodules[name] = mem = memory.Memory(shape=lanes, depth=depth // lanes, init=[])
-    w, r, old = mem.write_port(), mem.read_port(domain="comb"), mem.read_port(domain="comb")
-    m.d.comb += [r.addr.eq(rd.addr[lb:]), old.addr.eq(wr.addr[lb:]), w.addr.eq(wr.addr[lb:]),
-                 w.en.eq(wr.en),
-                 w.data.eq(Cat(*(Mux(wr.addr[:lb] == i, wr.data, old.data[i]) for i in range(lanes))))]
-    m.d.sync += rd.data.eq(r.data.bit_select(rd.addr[:lb], 1))
-    return rd, wr
-
-
 class Retransmit(wiring.Component):
     """The retransmit unit's first slice (docs/spec/hw-tx.md)."""
 
@@ -372,8 +343,8 @@ class Retransmit(wiring.Component):
         # MR-TX-268: in flip-flops, read without a clock at the take's connection registered
         h_rd = health_mem.read_port(domain="comb" if self.health_read_in_ffs else "sync")
         h_wr = health_mem.write_port()
-        # MR-TX-422: the probe bits in words of four (a quarter of the LUT RAM)
-        prb_rd, prb_wr = _packed_bits(m, lay.pool, "prb_mem")
+        m.submodules.prb_mem = prb_mem = memory.Memory(shape=1, depth=lay.pool, init=[])
+        prb_rd, prb_wr = prb_mem.read_port(), prb_mem.write_port()
         # MR-TX-242: S1b's write of a probe bit (prb_s1) is made a cycle later from registers;
         # MR-TX-364: its address and bit by the event's kind (registered), its enable the OR of
         # a registered sent_ok and S2a's tail-probe flags (set below), not S1b's decision
