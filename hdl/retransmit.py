@@ -717,6 +717,8 @@ class Retransmit(wiring.Component):
 
         def both(term):
             return Mux(fwd, term(wb_row), term(mem_row))
+        # MR-TX-423: a term that only S2a's registers (the job's fields) and the row's write
+        # load is computed once, on the selected row: its select in front of it, not behind
         nrow = Signal(lay.path)
         m.d.comb += nrow.eq(row)
         row_write = Signal()
@@ -724,7 +726,7 @@ class Retransmit(wiring.Component):
         # fit in 9 bits
         def dist(hi, lo, name):
             out = Signal(dist_bits, name=name)
-            m.d.comb += out.eq(both(lambda r: (r[hi][:dist_bits] - r[lo][:dist_bits])[:dist_bits]))
+            m.d.comb += out.eq((row[hi][:dist_bits] - row[lo][:dist_bits])[:dist_bits])     # MR-TX-423
             return out
         lost_dist = dist("lost_upto", "floor", "lost_dist")
         # MR-TX-054: an ACK's trigger PSN from the floor: its 9 low bits and whether the rest
@@ -732,10 +734,10 @@ class Retransmit(wiring.Component):
         trig = Signal(dist_bits)
         trig_near = Signal()
         tpsn = s1_ack.psn
-        m.d.comb += [trig.eq(both(lambda r: (tpsn[:dist_bits] - r.floor[:dist_bits])[:dist_bits])),
-                     trig_near.eq(both(lambda r: _sum_is(
-                         tpsn[dist_bits:], ~r.floor[dist_bits:], 0, psn_bits - dist_bits,
-                         _carry(tpsn[:dist_bits], ~r.floor[:dist_bits], dist_bits, 1))))]
+        m.d.comb += [trig.eq((tpsn[:dist_bits] - row.floor[:dist_bits])[:dist_bits]),       # MR-TX-423
+                     trig_near.eq(_sum_is(
+                         tpsn[dist_bits:], ~row.floor[dist_bits:], 0, psn_bits - dist_bits,
+                         _carry(tpsn[:dist_bits], ~row.floor[:dist_bits], dist_bits, 1)))]
         live_n = dist("next_psn", "lost_upto", "live_n")
         empty = both(lambda r: r.floor == r.next_psn)
         no_live = both(lambda r: r.lost_upto == r.next_psn)
@@ -805,7 +807,7 @@ class Retransmit(wiring.Component):
         # MR-TX-067: the row's new fields are those of a recorded packet whatever sent_ok
         # says; sent_ok gates the write, the pool's writes and the pushes
         with m.If(is_sent):
-            m.d.comb += [nrow.next_psn.eq(both(lambda r: r.next_psn + 1)),
+            m.d.comb += [nrow.next_psn.eq(row.next_psn + 1),                              # MR-TX-423
                          nrow.tail.eq(free_head), nrow.t_new.eq(s1_sent.t_sent)]
             with m.If(no_live):
                 m.d.comb += [nrow.t_live.eq(s1_sent.t_sent), nrow.timer_on.eq(1),
@@ -824,10 +826,9 @@ class Retransmit(wiring.Component):
         new_floor = s1_floor
 
         def ack_terms(r):
-            """(stale, over, moved, n, floor - cum) for row ``r``: n24 = new floor
-            - floor; its tests carry-free (MR-TX-037, MR-TX-038, MR-TX-039)."""
+            """(stale, over, moved, to_next) for row ``r``: n24 = new floor - floor; its tests
+            carry-free (MR-TX-037, MR-TX-038, MR-TX-039)."""
             nf, nfl = new_floor, ~r.floor
-            n = (nf[:dist_bits] + nfl[:dist_bits] + 1)[:dist_bits]
             low_carry = _carry(nf[:dist_bits], nfl[:dist_bits], dist_bits, 1)
             high_zero = _sum_is(nf[dist_bits:], nfl[dist_bits:], 0, psn_bits - dist_bits, low_carry)
             n_zero = nf == r.floor
@@ -844,13 +845,15 @@ class Retransmit(wiring.Component):
             # their 9 low bits decide (a 9-bit sign, a 9-bit equality)
             moved = _behind_short(r.lost_upto, nf, dist_bits)
             to_next = r.next_psn[:dist_bits] != nf[:dist_bits]
-            return Cat(stale, over, moved, to_next, n, (r.floor[:10] - cum[:10])[:10])
+            return Cat(stale, over, moved, to_next)
 
-        terms = Signal(4 + dist_bits + 10)
+        terms = Signal(4)
         m.d.comb += terms.eq(both(ack_terms))
         stale, over, moved, to_next = terms[0], terms[1], terms[2], terms[3]
-        n = terms[4:4 + dist_bits]
-        fmc = terms[4 + dist_bits:]
+        # MR-TX-423: n (the records the ACK resolves) and floor - cum, for the job only
+        n, fmc = Signal(dist_bits, name="ack_n"), Signal(10, name="ack_fmc")
+        m.d.comb += [n.eq((new_floor[:dist_bits] + ~row.floor[:dist_bits] + 1)[:dist_bits]),
+                     fmc.eq((row.floor[:10] - cum[:10])[:10])]
         with m.If(is_ack):
             # MR-TX-067: the row's new fields are those of an ACK that resolves, whatever the
             # ACK is; the decision (the 24-bit tests) gates the write and the pushes only
@@ -910,7 +913,7 @@ class Retransmit(wiring.Component):
             if self.ages:
                 # MR-TX-203: the estimator's srtt to the health memory's copy
                 m.d.comb += h_write.eq(1)
-            with m.If(both(lambda r: r.backoff == 0)):
+            with m.If(row.backoff == 0):                    # MR-TX-423: the row's write only
                 m.d.comb += nrow.rto_x.eq(rto_field)
 
         # check (MR-TX-063, MR-TX-064): the wheel popped the path
