@@ -739,8 +739,8 @@ class Retransmit(wiring.Component):
                          tpsn[dist_bits:], ~row.floor[dist_bits:], 0, psn_bits - dist_bits,
                          _carry(tpsn[:dist_bits], ~row.floor[:dist_bits], dist_bits, 1)))]
         live_n = dist("next_psn", "lost_upto", "live_n")
-        empty = both(lambda r: r.floor == r.next_psn)
-        no_live = both(lambda r: r.lost_upto == r.next_psn)
+        empty = row.floor == row.next_psn                   # MR-TX-423: a sent packet's terms
+        no_live = row.lost_upto == row.next_psn
         is_sent = s1_valid & (s1_kind == 0)
         is_ack = s1_valid & (s1_kind == 1)
         is_rto = s1_valid & (s1_kind == 2)
@@ -791,9 +791,8 @@ class Retransmit(wiring.Component):
 
         # sent (MR-TX-020, MR-TX-052)
         # next_psn - floor < 256: bit 8 of the 9-bit distance clear (MR-TX-038)
-        sent_ok = both(lambda r: (s1_sent.psn == r.next_psn)
-                       & ~_sum_bit(r.next_psn, ~r.floor, dist_bits - 1, 1)) \
-            & (s1_sent.path < lay.paths)
+        sent_ok = ((s1_sent.psn == row.next_psn) & ~_sum_bit(row.next_psn, ~row.floor, dist_bits - 1, 1)
+                   & (s1_sent.path < lay.paths))                # MR-TX-423
         record = Signal(lay.rec)
         m.d.comb += [record.slot.eq(s1_sent.slot), record.chunk.eq(s1_sent.chunk),
                      record.t_sent.eq(s1_sent.t_sent), record.nbytes.eq(s1_sent.nbytes),

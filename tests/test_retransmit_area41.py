@@ -1,5 +1,6 @@
 """The retransmit unit's area cuts of session 41 (hdl/retransmit.py; docs/spec/hw-tx.md section
-1.5o): the queues' stored items (MR-TX-421). No cycle changes: the unit's locksteps
+1.5o): the queues' stored items (MR-TX-421), the job's terms computed once on the selected row
+(MR-TX-423). No cycle changes: the unit's locksteps
 (tests/test_retransmit_amaranth.py, the Verilator one in tests/test_retransmit_rtl.py) run
 unchanged on them."""
 import pytest
@@ -43,12 +44,33 @@ def test_queues_narrow_wrong_forms_fail(wrong):
     """MR-TX-421: each wrong form of the narrowed items (a report's path cut to one bit, the
     walker's path taken from the row's connection bits) fails the random lockstep on 4 paths."""
     old, new = NARROW_WRONG[wrong]
-    dut = wrong_form("retransmit", old, new).Retransmit(64, conns=SMALL[0], paths=SMALL[1], pool=SMALL[2])
+    assert _lockstep_fails(wrong_form("retransmit", old, new).Retransmit), "the wrong form passed"
+
+
+TERMS_WRONG = {
+    # each term on S1a's registered row, not the row S1b selected (the forward missed)
+    "n_unforwarded": ("~row.floor[:dist_bits] + 1)[:dist_bits]", "~mem_row.floor[:dist_bits] + 1)[:dist_bits]"),
+    "fmc_unforwarded": ("fmc.eq((row.floor[:10] - cum[:10])[:10])", "fmc.eq((mem_row.floor[:10] - cum[:10])[:10])"),
+    "next_psn_unforwarded": ("nrow.next_psn.eq(row.next_psn + 1)", "nrow.next_psn.eq(mem_row.next_psn + 1)"),
+}
+
+
+def _lockstep_fails(dut_cls, seed=1, n=200):
     model = RetransmitCycleModel(64, *SMALL)
-    items = rc.traffic(*SMALL, 200, seed=1)
-    drv = rc.Driver(model.lay, items, seed=1, p_idle=0.2, p_bp=0.4)
+    dut = dut_cls(64, conns=SMALL[0], paths=SMALL[1], pool=SMALL[2])
+    drv = rc.Driver(model.lay, rc.traffic(*SMALL, n, seed=seed), seed=seed, p_idle=0.2, p_bp=0.4)
     try:
         core = run_amaranth(dut, model, drv, busy=model.busy)
     except Mismatch:
-        return
-    assert core.mismatches, "the wrong form passed"
+        return True
+    return bool(core.mismatches)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong", sorted(TERMS_WRONG))
+def test_job_terms_on_the_selected_row_wrong_forms_fail(wrong):
+    """MR-TX-423: the job's terms (the ACK's record count, floor - cum) and the row write's
+    next_psn + 1 are computed on the row S1b selected: each computed on S1a's registered row
+    instead (the previous write's forward missed) fails the random lockstep."""
+    old, new = TERMS_WRONG[wrong]
+    assert _lockstep_fails(wrong_form("retransmit", old, new).Retransmit), "the wrong form passed"
