@@ -50,7 +50,7 @@ def test_queues_narrow_wrong_forms_fail(wrong):
 TERMS_WRONG = {
     # each term on S1a's registered row, not the row S1b selected (the forward missed)
     "n_unforwarded": ("~row.floor[:dist_bits] + 1)[:dist_bits]", "~mem_row.floor[:dist_bits] + 1)[:dist_bits]"),
-    "fmc_unforwarded": ("fmc.eq((row.floor[:10] - cum[:10])[:10])", "fmc.eq((mem_row.floor[:10] - cum[:10])[:10])"),
+    "sent_ok_unforwarded": ("sent_ok = ((s1_sent.psn == row.next_psn)", "sent_ok = ((s1_sent.psn == mem_row.next_psn)"),
     "next_psn_unforwarded": ("nrow.next_psn.eq(row.next_psn + 1)", "nrow.next_psn.eq(mem_row.next_psn + 1)"),
 }
 
@@ -69,8 +69,8 @@ def _lockstep_fails(dut_cls, seed=1, n=200):
 @pytest.mark.slow
 @pytest.mark.parametrize("wrong", sorted(TERMS_WRONG))
 def test_job_terms_on_the_selected_row_wrong_forms_fail(wrong):
-    """MR-TX-423: the job's terms (the ACK's record count, floor - cum) and the row write's
-    next_psn + 1 are computed on the row S1b selected: each computed on S1a's registered row
-    instead (the previous write's forward missed) fails the random lockstep."""
+    """MR-TX-423: the job's terms (here the ACK's record count), the row write's next_psn + 1
+    and a sent packet's sent_ok are computed on the row S1b selected: each computed on S1a's
+    registered row instead (the previous write's forward missed) fails the random lockstep."""
     old, new = TERMS_WRONG[wrong]
     assert _lockstep_fails(wrong_form("retransmit", old, new).Retransmit), "the wrong form passed"
