@@ -19,6 +19,7 @@ def test_queues_hold_narrow_items():
     srtt in DUR_BITS; the ports keep the model's layouts."""
     lay = layouts(2, 4, 256, health=True)
     u = R.Retransmit(64, conns=2, paths=4, pool=256, verdict_health=True)
+    u._MustUse__silence = True          # elaborated here, not simulated
     subs = u.elaborate(None)._named_submodules
     held = {name: len(subs[f"{name}_q"][0].w_data) for name in ("job", "acked", "resend", "error",
                                                                "probe", "ackev")}
