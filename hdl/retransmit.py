@@ -207,6 +207,18 @@ def _counter_bank(m, incs, addr, nbits, piece=8):
     return Cat(Array(lows)[addr], _piece_inc(rd_out.data, pend.bit_select(addr, 1), piece))
 
 
+def _stored_layout(lay, widths):
+    """MR-TX-421: the layout a queue holds for items of ``lay``: each field of ``widths`` at its
+    width there (0: not held, the reader has it elsewhere), the others as they are."""
+    return data.StructLayout({k: widths.get(k, Shape.cast(f.shape).width) for k, f in lay
+                              if widths.get(k, 1)})
+
+
+def _copy_fields(m, dst, src, names):
+    """``dst.f = src.f`` for each field ``f`` of ``names`` (zero-extended or truncated)."""
+    m.d.comb += [dst[k].eq(src[k]) for k in names]
+
+
 class Retransmit(wiring.Component):
     """The retransmit unit's first slice (docs/spec/hw-tx.md)."""
 
@@ -300,16 +312,25 @@ class Retransmit(wiring.Component):
         rec_data, link_data = read_data(rec_rd, rec_wr, "rec"), read_data(link_rd, link_wr, "link")
         free_data = read_data(free_rd, free_wr, "free")
 
-        m.submodules.job_q = job_q = fifo.SyncFIFO(width=lay.job.size, depth=JOB_DEPTH)
+        # MR-TX-421: the queues hold a path's index in its pb bits (the reports' 8-bit field
+        # is zero above them: every pushed item's path is a row's), a job no conn and path (its
+        # row's), an ACK event its srtt in DUR_BITS (an estimate or srtt0)
+        dur = records.DUR_BITS
+        job_st = _stored_layout(lay.job, {"conn": 0, "path": 0})
+        report_st = _stored_layout(lay.acked, {"path": pb})
+        error_st = _stored_layout(lay.error, {"path": pb})
+        probe_st = _stored_layout(lay.probe, {"path": pb})
+        ackev_st = _stored_layout(lay.ackev, {"srtt": dur})
+        m.submodules.job_q = job_q = fifo.SyncFIFO(width=job_st.size, depth=JOB_DEPTH)
         # MR-TX-265: the insert queue's and the RTO queue's heads and r_rdy in flip-flops
         # (MR-TX-065's queue), so the take decision does not start at a level compare and the
         # RTO's row at a LUT-RAM read
         m.submodules.ins_q = ins_q = HeadRegFIFO(width=lay.insert.size, depth=INS_DEPTH)
-        m.submodules.acked_q = acked_q = HeadRegFIFO(width=lay.acked.size, depth=OUT_DEPTH)
-        m.submodules.resend_q = resend_q = HeadRegFIFO(width=lay.resend.size, depth=OUT_DEPTH)
-        m.submodules.error_q = error_q = HeadRegFIFO(width=lay.error.size, depth=OUT_DEPTH)
-        m.submodules.ackev_q = ackev_q = HeadRegFIFO(width=lay.ackev.size, depth=OUT_DEPTH)
-        m.submodules.probe_q = probe_q = HeadRegFIFO(width=lay.probe.size, depth=OUT_DEPTH)
+        m.submodules.acked_q = acked_q = HeadRegFIFO(width=report_st.size, depth=OUT_DEPTH)
+        m.submodules.resend_q = resend_q = HeadRegFIFO(width=report_st.size, depth=OUT_DEPTH)
+        m.submodules.error_q = error_q = HeadRegFIFO(width=error_st.size, depth=OUT_DEPTH)
+        m.submodules.ackev_q = ackev_q = HeadRegFIFO(width=ackev_st.size, depth=OUT_DEPTH)
+        m.submodules.probe_q = probe_q = HeadRegFIFO(width=probe_st.size, depth=OUT_DEPTH)
         # MR-TX-163: a connection's paths' health bits (set by progress, cleared by a timeout);
         # MR-TX-165: a record's probe bit (its ACK gives no RTT sample)
         # MR-TX-198: and above them the connection's ECN bit (its last resolving ACK echoed ECE)
@@ -696,6 +717,8 @@ class Retransmit(wiring.Component):
 
         def both(term):
             return Mux(fwd, term(wb_row), term(mem_row))
+        # MR-TX-423: a term that only S2a's registers (the job's fields) and the row's write
+        # load is computed once, on the selected row: its select in front of it, not behind
         nrow = Signal(lay.path)
         m.d.comb += nrow.eq(row)
         row_write = Signal()
@@ -703,7 +726,7 @@ class Retransmit(wiring.Component):
         # fit in 9 bits
         def dist(hi, lo, name):
             out = Signal(dist_bits, name=name)
-            m.d.comb += out.eq(both(lambda r: (r[hi][:dist_bits] - r[lo][:dist_bits])[:dist_bits]))
+            m.d.comb += out.eq((row[hi][:dist_bits] - row[lo][:dist_bits])[:dist_bits])     # MR-TX-423
             return out
         lost_dist = dist("lost_upto", "floor", "lost_dist")
         # MR-TX-054: an ACK's trigger PSN from the floor: its 9 low bits and whether the rest
@@ -711,13 +734,13 @@ class Retransmit(wiring.Component):
         trig = Signal(dist_bits)
         trig_near = Signal()
         tpsn = s1_ack.psn
-        m.d.comb += [trig.eq(both(lambda r: (tpsn[:dist_bits] - r.floor[:dist_bits])[:dist_bits])),
-                     trig_near.eq(both(lambda r: _sum_is(
-                         tpsn[dist_bits:], ~r.floor[dist_bits:], 0, psn_bits - dist_bits,
-                         _carry(tpsn[:dist_bits], ~r.floor[:dist_bits], dist_bits, 1))))]
+        m.d.comb += [trig.eq((tpsn[:dist_bits] - row.floor[:dist_bits])[:dist_bits]),       # MR-TX-423
+                     trig_near.eq(_sum_is(
+                         tpsn[dist_bits:], ~row.floor[dist_bits:], 0, psn_bits - dist_bits,
+                         _carry(tpsn[:dist_bits], ~row.floor[:dist_bits], dist_bits, 1)))]
         live_n = dist("next_psn", "lost_upto", "live_n")
-        empty = both(lambda r: r.floor == r.next_psn)
-        no_live = both(lambda r: r.lost_upto == r.next_psn)
+        empty = row.floor == row.next_psn                   # MR-TX-423: a sent packet's terms
+        no_live = row.lost_upto == row.next_psn
         is_sent = s1_valid & (s1_kind == 0)
         is_ack = s1_valid & (s1_kind == 1)
         is_rto = s1_valid & (s1_kind == 2)
@@ -768,9 +791,8 @@ class Retransmit(wiring.Component):
 
         # sent (MR-TX-020, MR-TX-052)
         # next_psn - floor < 256: bit 8 of the 9-bit distance clear (MR-TX-038)
-        sent_ok = both(lambda r: (s1_sent.psn == r.next_psn)
-                       & ~_sum_bit(r.next_psn, ~r.floor, dist_bits - 1, 1)) \
-            & (s1_sent.path < lay.paths)
+        sent_ok = ((s1_sent.psn == row.next_psn) & ~_sum_bit(row.next_psn, ~row.floor, dist_bits - 1, 1)
+                   & (s1_sent.path < lay.paths))                # MR-TX-423
         record = Signal(lay.rec)
         m.d.comb += [record.slot.eq(s1_sent.slot), record.chunk.eq(s1_sent.chunk),
                      record.t_sent.eq(s1_sent.t_sent), record.nbytes.eq(s1_sent.nbytes),
@@ -784,7 +806,7 @@ class Retransmit(wiring.Component):
         # MR-TX-067: the row's new fields are those of a recorded packet whatever sent_ok
         # says; sent_ok gates the write, the pool's writes and the pushes
         with m.If(is_sent):
-            m.d.comb += [nrow.next_psn.eq(both(lambda r: r.next_psn + 1)),
+            m.d.comb += [nrow.next_psn.eq(row.next_psn + 1),                              # MR-TX-423
                          nrow.tail.eq(free_head), nrow.t_new.eq(s1_sent.t_sent)]
             with m.If(no_live):
                 m.d.comb += [nrow.t_live.eq(s1_sent.t_sent), nrow.timer_on.eq(1),
@@ -803,10 +825,9 @@ class Retransmit(wiring.Component):
         new_floor = s1_floor
 
         def ack_terms(r):
-            """(stale, over, moved, n, floor - cum) for row ``r``: n24 = new floor
-            - floor; its tests carry-free (MR-TX-037, MR-TX-038, MR-TX-039)."""
+            """(stale, over, moved, to_next) for row ``r``: n24 = new floor - floor; its tests
+            carry-free (MR-TX-037, MR-TX-038, MR-TX-039)."""
             nf, nfl = new_floor, ~r.floor
-            n = (nf[:dist_bits] + nfl[:dist_bits] + 1)[:dist_bits]
             low_carry = _carry(nf[:dist_bits], nfl[:dist_bits], dist_bits, 1)
             high_zero = _sum_is(nf[dist_bits:], nfl[dist_bits:], 0, psn_bits - dist_bits, low_carry)
             n_zero = nf == r.floor
@@ -823,13 +844,15 @@ class Retransmit(wiring.Component):
             # their 9 low bits decide (a 9-bit sign, a 9-bit equality)
             moved = _behind_short(r.lost_upto, nf, dist_bits)
             to_next = r.next_psn[:dist_bits] != nf[:dist_bits]
-            return Cat(stale, over, moved, to_next, n, (r.floor[:10] - cum[:10])[:10])
+            return Cat(stale, over, moved, to_next)
 
-        terms = Signal(4 + dist_bits + 10)
+        terms = Signal(4)
         m.d.comb += terms.eq(both(ack_terms))
         stale, over, moved, to_next = terms[0], terms[1], terms[2], terms[3]
-        n = terms[4:4 + dist_bits]
-        fmc = terms[4 + dist_bits:]
+        # MR-TX-423: n (the records the ACK resolves) and floor - cum, for the job only
+        n, fmc = Signal(dist_bits, name="ack_n"), Signal(10, name="ack_fmc")
+        m.d.comb += [n.eq((new_floor[:dist_bits] + ~row.floor[:dist_bits] + 1)[:dist_bits]),
+                     fmc.eq((row.floor[:10] - cum[:10])[:10])]
         with m.If(is_ack):
             # MR-TX-067: the row's new fields are those of an ACK that resolves, whatever the
             # ACK is; the decision (the 24-bit tests) gates the write and the pushes only
@@ -889,7 +912,7 @@ class Retransmit(wiring.Component):
             if self.ages:
                 # MR-TX-203: the estimator's srtt to the health memory's copy
                 m.d.comb += h_write.eq(1)
-            with m.If(both(lambda r: r.backoff == 0)):
+            with m.If(row.backoff == 0):                    # MR-TX-423: the row's write only
                 m.d.comb += nrow.rto_x.eq(rto_field)
 
         # check (MR-TX-063, MR-TX-064): the wheel popped the path
@@ -965,16 +988,15 @@ class Retransmit(wiring.Component):
         # job carries the ACK's SACK as it came and floor - cum, from which the walker reads the
         # bitmap of the resolved records (MR-TX-331: no shift of the SACK)
         walk = s2_kind == JOB_WALK
-        job = Signal(lay.job)
-        m.d.comb += [job.kind.eq(s2_kind), job.row.eq(s2_row), job.conn.eq(s2_conn),
-                     job.path.eq(s2_path), job.n.eq(s2_n), job.skip.eq(Mux(s2_moved, s2_lost_dist, s2_n)), job.ptr.eq(s2_ptr),
+        job = Signal(job_st)
+        m.d.comb += [job.kind.eq(s2_kind), job.row.eq(s2_row), job.n.eq(s2_n), job.skip.eq(Mux(s2_moved, s2_lost_dist, s2_n)), job.ptr.eq(s2_ptr),
                      job.sack.eq(s2_sack), job.at.eq(s2_at),
                      job.smp.eq(walk & s2_trig_near & (s2_trig < s2_n)), job.trig.eq(s2_trig),
                      job.t_ack.eq(s2_t_ack), job.ce.eq(s2_ce)]
         # t_live + rto x 2^backoff by carry-select in 8-bit pieces: the sums with and
         # without a carry in and the carries (comparisons) in S2a, the selection in S2b
         dl_sum = _cs_sum(m, s2_t_live, s2_rto_x ^ Const(self.rto_ns, tb), tb, "dl", carry_chain=cc)
-        s2b_job = Signal(lay.job)
+        s2b_job = Signal(job_st)
         s2b_row = Signal(rb)
         s2b_conn = Signal(cb)
         s2b_path = Signal(8)
@@ -995,10 +1017,10 @@ class Retransmit(wiring.Component):
         insert = Signal(lay.insert)
         m.d.comb += [insert.row.eq(s2b_row), insert.deadline.eq(dl_sum),
                      ins_q.w_en.eq(s2b_ins_push), ins_q.w_data.eq(insert)]
-        err = Signal(lay.error)
+        err = Signal(error_st)
         m.d.comb += [err.conn.eq(s2b_conn), err.path.eq(s2b_path), err.status.eq(STATUS_RETRY_EXC),
                      error_q.w_en.eq(s2b_err_push), error_q.w_data.eq(err)]
-        prb = Signal(lay.probe)
+        prb = Signal(probe_st)
         # MR-TX-197: a verdict's PSN 0, a probe's verdict 0 (selected after the registers, off
         # S1b's timeout decision)
         m.d.comb += [prb.conn.eq(s2b_conn), prb.path.eq(s2b_path),
@@ -1015,11 +1037,11 @@ class Retransmit(wiring.Component):
         e_t_sent, e_t_ack = Signal(records.TIME_BITS), Signal(records.TIME_BITS)
 
         # -- the walker (MR-TX-032): one record per cycle from the path's head
-        qjob = data.View(lay.job, job_q.r_data)
+        qjob = data.View(job_st, job_q.r_data)
         walk_addr = Signal(pw)
         m.d.comb += [rec_rd.addr.eq(walk_addr), link_rd.addr.eq(walk_addr), prb_rd.addr.eq(walk_addr),
                      head_rd.addr.eq(Mux(w_state == 1, w_row, qjob.row))]
-        report = Signal(lay.acked)
+        report = Signal(report_st)
         m.d.comb += [report.conn.eq(w_conn), report.path.eq(w_path), report.slot.eq(rec.slot),
                      report.chunk.eq(rec.chunk), report.abort.eq(rec.abort),
                      report.lap.eq(rec.lap),                                    # MR-TX-209
@@ -1031,8 +1053,9 @@ class Retransmit(wiring.Component):
         m.d.sync += ev_valid.eq(0)
         m.d.comb += ev_rd.addr.eq(w_row)
         ev_est = data.View(est_lay, ev_rd.data)
-        ev_w = Signal(lay.ackev)
-        m.d.comb += [ev_w.eq(ev), ev_w.srtt.eq(Mux(ev_est.valid, ev_est.srtt, srtt0(self.rto_ns))),
+        ev_w = Signal(ackev_st)
+        _copy_fields(m, ev_w, ev, [k for k, _ in ackev_st])
+        m.d.comb += [ev_w.srtt.eq(Mux(ev_est.valid, ev_est.srtt, srtt0(self.rto_ns))),
                      ackev_q.w_en.eq(ev_valid), ackev_q.w_data.eq(ev_w)]
 
         if self.verdict_health:
@@ -1121,7 +1144,7 @@ class Retransmit(wiring.Component):
                             m.d.sync += w_state.eq(0)
         with m.If(w_take):
             m.d.sync += [w_state.eq(1), w_row.eq(qjob.row),
-                         w_conn.eq(qjob.conn), w_path.eq(qjob.path), w_n.eq(qjob.n),
+                         w_conn.eq(qjob.row[pb:]), w_path.eq(qjob.row[:pb]), w_n.eq(qjob.n),
                          w_skip.eq(qjob.skip), w_skip_zero.eq(qjob.skip == 0),
                          w_sack.eq(Cat(qjob.sack[-1], qjob.sack[:-1])), w_at.eq(qjob.at),
                          w_smp.eq(qjob.smp),
@@ -1297,16 +1320,20 @@ class Retransmit(wiring.Component):
                           ("ackev_q", ackev_q)) for p in ("w_rdy", "level")}}
 
         # -- outputs and counters (MR-TX-040)
+        for q, st, port in ((acked_q, report_st, self.m_acked), (resend_q, report_st, self.m_resend),
+                            (error_q, error_st, self.m_error), (ackev_q, ackev_st, self.m_ackev),
+                            (probe_q, probe_st, self.m_probe)):
+            _copy_fields(m, port.payload, data.View(st, q.r_data), [k for k, _ in st])
         m.d.comb += [
-            self.m_acked.valid.eq(acked_q.r_rdy), self.m_acked.payload.eq(acked_q.r_data),
+            self.m_acked.valid.eq(acked_q.r_rdy),
             acked_q.r_en.eq(self.m_acked.ready),
-            self.m_resend.valid.eq(resend_q.r_rdy), self.m_resend.payload.eq(resend_q.r_data),
+            self.m_resend.valid.eq(resend_q.r_rdy),
             resend_q.r_en.eq(self.m_resend.ready),
-            self.m_error.valid.eq(error_q.r_rdy), self.m_error.payload.eq(error_q.r_data),
+            self.m_error.valid.eq(error_q.r_rdy),
             error_q.r_en.eq(self.m_error.ready),
-            self.m_ackev.valid.eq(ackev_q.r_rdy), self.m_ackev.payload.eq(ackev_q.r_data),
+            self.m_ackev.valid.eq(ackev_q.r_rdy),
             ackev_q.r_en.eq(self.m_ackev.ready),
-            self.m_probe.valid.eq(probe_q.r_rdy), self.m_probe.payload.eq(probe_q.r_data),
+            self.m_probe.valid.eq(probe_q.r_rdy),
             probe_q.r_en.eq(self.m_probe.ready),
         ]
         ctr_value = _counter_bank(m, [inc_late[n] for n in CTR], self.reg_addr[:(N_COUNTERS - 1).bit_length()],
