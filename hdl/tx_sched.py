@@ -330,7 +330,9 @@ class TxSched(wiring.Component):
             return _named(m, Mux(win_zero.bit_select(idx, 1), 0, rp.data), name)
         # MR-TXS-032: derived registers, kept equal to their definitions by every action
         e_nchm1 = Array(Signal(chunk_w, name=f"nchm1_{e}") for e in range(E))    # nchunks - 1
-        e_left = Array(Signal(chunk_w, name=f"left{e}") for e in range(E))       # nchunks - 1 - next_chunk
+        # MR-TXS-391: no `left` (nchunks - 1 - next_chunk) register per entry: its tests read
+        # next_chunk's and nchunks - 1's copies; `sent_all` is its all-ones (every chunk sent)
+        e_sall = Array(Signal(name=f"sent_all{e}") for e in range(E))
         e_ahead = Array(Signal(wb + 1, name=f"ahead{e}") for e in range(E))      # next_chunk - ack_base
         e_lastnb = Array(Signal(nb_w, name=f"lastnb{e}") for e in range(E))     # chunk_bytes of the last chunk
         e_nlast = Array(Signal(name=f"nlast{e}") for e in range(E))              # left == 0
@@ -800,15 +802,14 @@ class TxSched(wiring.Component):
         q_status = [Mux(of_stream(e_fail, qi, done[qi]), of_stream(e_status, qi, done[qi]), 0)
                     for qi in range(Q)]
         # MR-TXS-027: per stream, its oldest message not sent to its end (only a failed one
-        # completes so) and its `left` (its chunks from next_chunk on are left + 1), read in
-        # parallel; the connection's unsent count goes down by them at the completion's edge
+        # completes so); the connection's unsent count goes down by its chunks from next_chunk
+        # on at the completion's edge (MR-TXS-391: read at the registered completion's entry)
         q_unsent = [send[qi] == done[qi] for qi in range(Q)]
-        q_left = [of_stream(e_left, qi, done[qi]) for qi in range(Q)]
         # MR-TXS-035: the completion is picked with its terms (read on this cycle's state, the
         # same as the tests' for an untouched connection) and registered; the next cycle takes
         # it unless its connection was touched at the edge (its terms are then unchanged)
         comp_e = Signal(len(next_e))
-        comp_unsent, comp_left = Signal(), Signal(chunk_w)
+        comp_unsent = Signal()
         comp_status = Signal(5)
         # MR-TXS-048: the registered completion and the completion queue's room, one register
         comp_go = Signal(name="comp_go")
@@ -816,9 +817,14 @@ class TxSched(wiring.Component):
         m.d.sync += [comp_valid_r.eq(next_any), comp_q.eq(next_q), comp_e.eq(next_e),
                      comp_go.eq(comp_go_n),
                      comp_unsent.eq(_pick(q_unsent, next_q)),
-                     comp_left.eq(read(q_left, next_q, "next_comp_left")),
                      comp_status.eq(read(q_status, next_q, "next_comp_status"))]
         m.d.comb += desc_rd_cq.addr.eq(comp_e)
+        # MR-TXS-391: the registered completion's entry's next_chunk and nchunks - 1, read from
+        # their copies (next_mem, nl_mem) in the completion's cycle
+        comp_nx, comp_nl = next_mem.read_port(domain="comb"), nl_mem.read_port(domain="comb")
+        m.d.comb += [comp_nx.addr.eq(comp_e), comp_nl.addr.eq(comp_e)]
+        comp_next = _named(m, comp_nx.data, "comp_next")
+        comp_nchm1 = _named(m, comp_nl.data.nchm1, "comp_nchm1")
         comp_conn = comp_q >> sb if S > 1 else comp_q
         # MR-TXS-244: the refill decided last cycle acts unless its connection was touched at
         # the edge between; second in MR-TXS-030's priority (after the report)
@@ -1272,7 +1278,7 @@ class TxSched(wiring.Component):
         # MR-TXS-297: each entry's refill terms beside the pick (its lowest bit against its
         # ack_base's low bits; its LAST term), the pick's read of them registered
         lq_lt_e = [lq_low[e] < e_base[e][:wb] for e in range(E)]
-        lq_last_e = [(lq_low[e] == e_nchm1[e][:wb]) & e_left[e].all() for e in range(E)]
+        lq_last_e = [(lq_low[e] == e_nchm1[e][:wb]) & e_sall[e] for e in range(E)]
         m.d.sync += [lq_base.eq(win_read(base_mem, lq_pick, "lq_base_next")),
                      lq_lt.eq(read(lq_lt_e, lq_pick, "lq_lt_next")),
                      lq_last.eq(read(lq_last_e, lq_pick, "lq_last_next")),
@@ -1445,9 +1451,12 @@ class TxSched(wiring.Component):
             c_infl_next = rep_or_pkt(c_infl[c], True, x["nb"], f"cinfl_next{c}")
             c_room_next = rep_or_pkt(c_room[c], False, x["nb"], f"croom_next{c}")
             c_unsent_more = A.add(c_unsent[c], w_nchm1, carry_in=1, name=f"unsent_more{c}")
-            # MR-TXS-032: unsent - (left + 1) from the registered completion's `left`, after the
-            # register (the connection is untouched since the decision: its count is the same)
-            c_unsent_after = A.add(c_unsent[c], ~_ext(comp_left, 24), name=f"unsent_after{c}")
+            # MR-TXS-032: unsent - (left + 1), left = nchunks - 1 - next_chunk of the registered
+            # completion's entry, after the register (the connection is untouched since the
+            # decision: its count and the entry's are the same); MR-TXS-391: unsent + next_chunk
+            # + ~(nchunks - 1), from the copies' reads at the entry, one chain
+            c_unsent_after = A.add3_c(c_unsent[c], comp_next, ~_ext(comp_nchm1, 24), Const(0, 1),
+                                      f"unsent_after{c}")
             c_unsent_less = A.sub(c_unsent[c], 1, f"unsent_less{c}")
             with m.If(rep_act & (r_conn == c)):
                 m.d.sync += [c_infl[c].eq(Mux(over, c_infl_next, 0)),
@@ -1603,8 +1612,9 @@ class TxSched(wiring.Component):
         next_more_c = [A.add(x["chunk"], 1, name=f"next_more_c{c}") for c, x in enumerate(cand_r)]
         for e in range(E):
             next_more = next_more_c[e // sd]
-            left_less = A.sub(e_left[e], 1, f"left_less{e}")
-            left_one = e_left[e] == 1           # the chunk after the next one is the last
+            # MR-TXS-391: the chunk after the next one is the last (left == 1): for a new chunk
+            # (the only user) next_chunk + 1, the candidate's chunk + 1, is nchunks - 1
+            left_one = next_more == e_nchm1[e]
             # MR-TXS-042: - 1 for a report (busy), + 1 for a packet
             out_next = A.add(e_out[e], Cat(Const(1, 1), busy.replicate(OUT_BITS - 1)), name=f"out_next{e}")
             with m.If(wb_valid & (wb_e == e)):
@@ -1622,8 +1632,8 @@ class TxSched(wiring.Component):
             with m.If(~e_fail[e] & (f_hit | err_hit)):
                 m.d.sync += [e_fail[e].eq(1), e_status[e].eq(Mux(f_hit, fl.status, er.status))]
             with m.If(take_wr & w_ehot[e]):
-                m.d.sync += [e_nlast[e].eq(w_nchm1 == 0),
-                             e_nchm1[e].eq(w_nchm1), e_left[e].eq(w_nchm1),
+                m.d.sync += [e_nlast[e].eq(w_nchm1 == 0), e_sall[e].eq(w_nchm1.all()),
+                             e_nchm1[e].eq(w_nchm1),
                              e_lastnb[e].eq(w_lastnb), e_base[e].eq(0), win_zero[e].eq(1),
                              e_bits[e].eq(0), e_ahead[e].eq(0), e_fail[e].eq(0), e_out[e].eq(0),
                              e_idle[e].eq(1)]
@@ -1651,7 +1661,7 @@ class TxSched(wiring.Component):
             m.d.sync += e_nnb[e].eq(e_nnb_n[e])
             with m.If(act[ce] & cand_r[ce]["new_e_hot"][ke]):
                 m.d.sync += [e_nlast[e].eq(left_one),
-                             e_left[e].eq(left_less),
+                             e_sall[e].eq(e_nlast[e]),
                              e_ahead[e].eq(e_ahead[e] + 1)]
         # MR-TXS-049: each stream's q_ok after this edge, from the terms of before it, the late
         # enables only picking among them. Its send entry after the edge (no send move): a new
@@ -1695,7 +1705,8 @@ class TxSched(wiring.Component):
             def nnb_at(nn, moved):
                 return Mux(moved, _pick(nn, sn1[:db]), _pick(nn, sn[:db])) if D > 1 else nn[0]
             nn_step = [Mux(cand_r[c]["new_e_hot"][e - c * sd],
-                           Mux(e_left[e] == 1, e_lastnb[e], mtu), e_nnb[e]) for e in ents]
+                           Mux(next_more_c[c] == e_nchm1[e], e_lastnb[e], mtu), e_nnb[e])
+                       for e in ents]
             nn_rest = [Mux(take_wr & w_ehot[e], Mux(w_nchm1 == 0, w_lastnb, mtu), e_nnb[e])
                        for e in ents]
             nnb_step = _named(m, nnb_at(nn_step, last_hot), f"q_nnb_step{qi}")
