@@ -335,10 +335,11 @@ class TxSched(wiring.Component):
         e_sall = Array(Signal(name=f"sent_all{e}") for e in range(E))
         e_ahead = Array(Signal(wb + 1, name=f"ahead{e}") for e in range(E))      # next_chunk - ack_base
         e_lastnb = Array(Signal(nb_w, name=f"lastnb{e}") for e in range(E))     # chunk_bytes of the last chunk
-        e_nlast = Array(Signal(name=f"nlast{e}") for e in range(E))              # left == 0
-        e_nnb = Array(Signal(nb_w, name=f"nnb{e}") for e in range(E))           # chunk_bytes of next_chunk
-        # MR-TXS-054: each entry's nnb after the edge (its register's input)
-        e_nnb_n = [Signal(nb_w, name=f"nnb_n{e}") for e in range(E)]
+        # left == 0 (MR-TXS-392: 1 at reset, so `nnb` reads lastnb's 0 there)
+        e_nlast = Array(Signal(init=1, name=f"nlast{e}") for e in range(E))
+        # chunk_bytes of next_chunk (MR-TXS-054); MR-TXS-392: not a register, the last chunk's
+        # bytes when next_chunk is the last, else an MTU (what every write of the register was)
+        e_nnb = Array(_named(m, Mux(e_nlast[e], e_lastnb[e], mtu), f"nnb{e}") for e in range(E))
         # MR-TXS-027: failed (and its status), packets in flight
         e_fail = Array(Signal(name=f"fail{e}") for e in range(E))
         e_status = Array(Signal(5, name=f"status{e}") for e in range(E))
@@ -1652,13 +1653,8 @@ class TxSched(wiring.Component):
                          e_next_n[e].eq(Mux(e_new_chunk[e], next_more,
                                             Mux(e_refill[e], 0, e_next[e])))]
             m.d.sync += e_next[e].eq(e_next_n[e])
-            # MR-TXS-054: nnb likewise (a new chunk: the last chunk's bytes when it is next,
-            # else an MTU; a refill: its first chunk's)
-            m.d.comb += e_nnb_n[e].eq(Mux(act[ce] & cand_r[ce]["new_e_hot"][ke],
-                                          Mux(left_one, e_lastnb[e], mtu),
-                                          Mux(take_wr & w_ehot[e],
-                                              Mux(w_nchm1 == 0, w_lastnb, mtu), e_nnb[e])))
-            m.d.sync += e_nnb[e].eq(e_nnb_n[e])
+            # MR-TXS-054: nnb follows nlast and lastnb (MR-TXS-392: a new chunk's nlast is
+            # left_one, a refill's nchunks - 1 == 0 with its lastnb)
             with m.If(act[ce] & cand_r[ce]["new_e_hot"][ke]):
                 m.d.sync += [e_nlast[e].eq(left_one),
                              e_sall[e].eq(e_nlast[e]),
