@@ -843,9 +843,10 @@ class TxSched(wiring.Component):
         m.d.comb += win.eq(self.s_wr.payload)
         with m.If(in_rsp):
             m.d.comb += [win.op.eq(OP_READ_RESP), win.conn.eq(rin.conn), win.stream.eq(S - 1),
-                         win.wr_id.eq(rin.stream), win.laddr.eq(rin.laddr), win.va.eq(0),
-                         win.rkey.eq(0), win.length.eq(Mux(rin.err, 0, rin.length)),
-                         win.imm.eq(0)]
+                         win.wr_id.eq(rin.stream), win.laddr.eq(rin.laddr),
+                         win.length.eq(Mux(rin.err, 0, rin.length))]
+        # MR-TXS-393: a response's VA and rkey are 0 in the descriptor's write (beside a send's,
+        # w_rsp), its imm left as s_wr's (the frame reads an imm of ops 1 and 3 only)
         i_wqi = _named(m, Cat(win.stream[:sb], win.conn) if S > 1 else win.conn, "in_wqi")
         in_tail, in_done = read(tail, i_wqi, "in_wtail"), read(done, i_wqi, "in_wdone")
         w_len1 = A.sub(win.length, 1, "w_len1")
@@ -1594,7 +1595,8 @@ class TxSched(wiring.Component):
                                          Mux(w_atomic & wr.op[0], wr.compare, 0)))]
         m.d.comb += [desc_wr.addr.eq(w_e), desc_wr.en.eq(wr_act),
                      desc_wr.data.eq(Cat(wr.op, wr.wr_id, wr.laddr,
-                                         Mux(w_send, w_rseq, wr.va), Mux(w_send, 0, wr.rkey),
+                                         Mux(w_send, w_rseq, Mux(w_rsp, 0, wr.va)),
+                                         Mux(w_send | w_rsp, 0, wr.rkey),
                                          wr.imm, w_msg, wr.length, w_err)),
                      # MR-TXS-355: the completion's copy
                      cq_wr.addr.eq(w_e), cq_wr.en.eq(wr_act),
