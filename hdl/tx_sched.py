@@ -290,10 +290,8 @@ class TxSched(wiring.Component):
         sq_lay = data.StructLayout({"msg": 32, "rseq": 32})
         m.submodules.seq_mem = seq_mem = memory.Memory(shape=sq_lay, depth=Q, init=[])
         seq_wr, seq_rd = seq_mem.write_port(), seq_mem.read_port(domain="comb")
-        e_next = Array(Signal(chunk_w, name=f"next{e}") for e in range(E))
-        # MR-TXS-053: each entry's next_chunk as it is after the edge (its register's input),
-        # and whether the edge gives it a new chunk or refills it (MR-TXS-055)
-        e_next_n = [Signal(chunk_w, name=f"next_n{e}") for e in range(E)]
+        # MR-TXS-053: whether the edge gives an entry a new chunk or refills it (MR-TXS-055);
+        # MR-TXS-395: each entry's next_chunk is next_mem's row (MR-TXS-378), no register
         e_new_chunk = [Signal(name=f"new_chunk{e}") for e in range(E)]
         e_refill = [Signal(name=f"refill{e}") for e in range(E)]
         # MR-TXS-188: the flags' registered halves (the candidates' new-chunk bits, the work
@@ -908,7 +906,7 @@ class TxSched(wiring.Component):
         # loaded with its value after the edge, so the window compares start at registers
         q_nnb = [Signal(nb_w, name=f"q_nnb{qi}") for qi in range(Q)]
         self.probe = {"q_ok": q_ok, "send": send, "tail": tail, "ahead": e_ahead, "fail": e_fail,
-                      "wb": wb, "next": e_next, "ba": ba, "br": br, "ba_next": ba_next,
+                      "wb": wb, "next": [next_mem.data[e] for e in range(E)], "ba": ba, "br": br, "ba_next": ba_next,
                       "br_next": br_next, "ba_valid": ba_valid, "br_valid": br_valid,
                       "q_nnb": q_nnb, "nnb": e_nnb,
                       # MR-TXS-171: br's window registers and the state they stand for
@@ -978,7 +976,12 @@ class TxSched(wiring.Component):
             src_e = _named(m, Mux(nonempty, h_e, n_e), f"src_e{c}")
             # each stream's send entry's terms read before the stream pick selects one
             qs = range(c * S, (c + 1) * S)
-            s_chunk = [_named(m, of_stream(e_next, qi, send[qi]), f"s_chunk{qi}") for qi in qs]
+            # MR-TXS-395: each stream's send entry's next_chunk, a read port of next_mem each
+            s_chunk = []
+            for qi in qs:
+                nx = next_mem.read_port(domain="comb")
+                m.d.comb += nx.addr.eq(Cat(send[qi][:db], Const(qi, _bits(Q))) if D > 1 else qi)
+                s_chunk.append(_named(m, nx.data, f"s_chunk{qi}"))
             n_chunk = by_stream(s_chunk, f"n_chunk{c}")
             n_first = by_stream([x == 0 for x in s_chunk], f"n_first{c}")
             n_last = by_stream([of_stream(e_nlast, qi, send[qi]) for qi in qs], f"n_last{c}")
@@ -1651,10 +1654,7 @@ class TxSched(wiring.Component):
             # both: one action per cycle), the two flags read by the boundary registers too
             m.d.comb += [e_new_hot[e].eq(cand_r[ce]["new_e_hot"][ke]),
                          e_new_chunk[e].eq(act[ce] & cand_r[ce]["new_e_hot"][ke]),
-                         e_refill[e].eq(take_wr & w_ehot[e]),
-                         e_next_n[e].eq(Mux(e_new_chunk[e], next_more,
-                                            Mux(e_refill[e], 0, e_next[e])))]
-            m.d.sync += e_next[e].eq(e_next_n[e])
+                         e_refill[e].eq(take_wr & w_ehot[e])]
             # MR-TXS-054: nnb follows nlast and lastnb (MR-TXS-392: a new chunk's nlast is
             # left_one, a refill's nchunks - 1 == 0 with its lastnb)
             with m.If(act[ce] & cand_r[ce]["new_e_hot"][ke]):
