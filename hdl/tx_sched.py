@@ -291,7 +291,7 @@ class TxSched(wiring.Component):
         m.submodules.seq_mem = seq_mem = memory.Memory(shape=sq_lay, depth=Q, init=[])
         seq_wr, seq_rd = seq_mem.write_port(), seq_mem.read_port(domain="comb")
         # MR-TXS-053: whether the edge gives an entry a new chunk or refills it (MR-TXS-055);
-        # MR-TXS-395: each entry's next_chunk is next_mem's row (MR-TXS-378), no register
+        # MR-TXS-394: each entry's next_chunk is next_mem's row (MR-TXS-378), no register
         e_new_chunk = [Signal(name=f"new_chunk{e}") for e in range(E)]
         e_refill = [Signal(name=f"refill{e}") for e in range(E)]
         # MR-TXS-188: the flags' registered halves (the candidates' new-chunk bits, the work
@@ -976,7 +976,7 @@ class TxSched(wiring.Component):
             src_e = _named(m, Mux(nonempty, h_e, n_e), f"src_e{c}")
             # each stream's send entry's terms read before the stream pick selects one
             qs = range(c * S, (c + 1) * S)
-            # MR-TXS-395: each stream's send entry's next_chunk, a read port of next_mem each
+            # MR-TXS-394: each stream's send entry's next_chunk, a read port of next_mem each
             s_chunk = []
             for qi in qs:
                 nx = next_mem.read_port(domain="comb")
