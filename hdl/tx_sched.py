@@ -818,12 +818,13 @@ class TxSched(wiring.Component):
                      comp_unsent.eq(_pick(q_unsent, next_q)),
                      comp_status.eq(read(q_status, next_q, "next_comp_status"))]
         m.d.comb += desc_rd_cq.addr.eq(comp_e)
-        # MR-TXS-391: the registered completion's entry's next_chunk and nchunks - 1, read from
-        # their copies (next_mem, nl_mem) in the completion's cycle
+        # MR-TXS-391: the picked completion's entry's next_chunk and nchunks - 1, read from
+        # their copies (next_mem, nl_mem) at the pick and registered with it (as `left` was)
         comp_nx, comp_nl = next_mem.read_port(domain="comb"), nl_mem.read_port(domain="comb")
-        m.d.comb += [comp_nx.addr.eq(comp_e), comp_nl.addr.eq(comp_e)]
-        comp_next = _named(m, comp_nx.data, "comp_next")
-        comp_nchm1 = _named(m, comp_nl.data.nchm1, "comp_nchm1")
+        comp_next = Signal(chunk_w, name="comp_next")
+        comp_nchm1 = Signal(chunk_w, name="comp_nchm1")
+        m.d.comb += [comp_nx.addr.eq(next_e), comp_nl.addr.eq(next_e)]
+        m.d.sync += [comp_next.eq(comp_nx.data), comp_nchm1.eq(comp_nl.data.nchm1)]
         comp_conn = comp_q >> sb if S > 1 else comp_q
         # MR-TXS-244: the refill decided last cycle acts unless its connection was touched at
         # the edge between; second in MR-TXS-030's priority (after the report)
@@ -1459,7 +1460,7 @@ class TxSched(wiring.Component):
             # MR-TXS-032: unsent - (left + 1), left = nchunks - 1 - next_chunk of the registered
             # completion's entry, after the register (the connection is untouched since the
             # decision: its count and the entry's are the same); MR-TXS-391: unsent + next_chunk
-            # + ~(nchunks - 1), from the copies' reads at the entry, one chain
+            # + ~(nchunks - 1), from the copies' reads registered with the completion
             c_unsent_after = A.add3_c(c_unsent[c], comp_next, ~_ext(comp_nchm1, 24), Const(0, 1),
                                       f"unsent_after{c}")
             c_unsent_less = A.sub(c_unsent[c], 1, f"unsent_less{c}")
