@@ -290,10 +290,8 @@ class TxSched(wiring.Component):
         sq_lay = data.StructLayout({"msg": 32, "rseq": 32})
         m.submodules.seq_mem = seq_mem = memory.Memory(shape=sq_lay, depth=Q, init=[])
         seq_wr, seq_rd = seq_mem.write_port(), seq_mem.read_port(domain="comb")
-        e_next = Array(Signal(chunk_w, name=f"next{e}") for e in range(E))
-        # MR-TXS-053: each entry's next_chunk as it is after the edge (its register's input),
-        # and whether the edge gives it a new chunk or refills it (MR-TXS-055)
-        e_next_n = [Signal(chunk_w, name=f"next_n{e}") for e in range(E)]
+        # MR-TXS-053: whether the edge gives an entry a new chunk or refills it (MR-TXS-055);
+        # MR-TXS-394: each entry's next_chunk is next_mem's row (MR-TXS-378), no register
         e_new_chunk = [Signal(name=f"new_chunk{e}") for e in range(E)]
         e_refill = [Signal(name=f"refill{e}") for e in range(E)]
         # MR-TXS-188: the flags' registered halves (the candidates' new-chunk bits, the work
@@ -330,13 +328,16 @@ class TxSched(wiring.Component):
             return _named(m, Mux(win_zero.bit_select(idx, 1), 0, rp.data), name)
         # MR-TXS-032: derived registers, kept equal to their definitions by every action
         e_nchm1 = Array(Signal(chunk_w, name=f"nchm1_{e}") for e in range(E))    # nchunks - 1
-        e_left = Array(Signal(chunk_w, name=f"left{e}") for e in range(E))       # nchunks - 1 - next_chunk
+        # MR-TXS-391: no `left` (nchunks - 1 - next_chunk) register per entry: its tests read
+        # next_chunk's and nchunks - 1's copies; `sent_all` is its all-ones (every chunk sent)
+        e_sall = Array(Signal(name=f"sent_all{e}") for e in range(E))
         e_ahead = Array(Signal(wb + 1, name=f"ahead{e}") for e in range(E))      # next_chunk - ack_base
         e_lastnb = Array(Signal(nb_w, name=f"lastnb{e}") for e in range(E))     # chunk_bytes of the last chunk
-        e_nlast = Array(Signal(name=f"nlast{e}") for e in range(E))              # left == 0
-        e_nnb = Array(Signal(nb_w, name=f"nnb{e}") for e in range(E))           # chunk_bytes of next_chunk
-        # MR-TXS-054: each entry's nnb after the edge (its register's input)
-        e_nnb_n = [Signal(nb_w, name=f"nnb_n{e}") for e in range(E)]
+        # left == 0 (MR-TXS-392: 1 at reset, so `nnb` reads lastnb's 0 there)
+        e_nlast = Array(Signal(init=1, name=f"nlast{e}") for e in range(E))
+        # chunk_bytes of next_chunk (MR-TXS-054); MR-TXS-392: not a register, the last chunk's
+        # bytes when next_chunk is the last, else an MTU (what every write of the register was)
+        e_nnb = Array(_named(m, Mux(e_nlast[e], e_lastnb[e], mtu), f"nnb{e}") for e in range(E))
         # MR-TXS-027: failed (and its status), packets in flight
         e_fail = Array(Signal(name=f"fail{e}") for e in range(E))
         e_status = Array(Signal(5, name=f"status{e}") for e in range(E))
@@ -801,15 +802,14 @@ class TxSched(wiring.Component):
         q_status = [Mux(of_stream(e_fail, qi, done[qi]), of_stream(e_status, qi, done[qi]), 0)
                     for qi in range(Q)]
         # MR-TXS-027: per stream, its oldest message not sent to its end (only a failed one
-        # completes so) and its `left` (its chunks from next_chunk on are left + 1), read in
-        # parallel; the connection's unsent count goes down by them at the completion's edge
+        # completes so); the connection's unsent count goes down by its chunks from next_chunk
+        # on at the completion's edge (MR-TXS-391: read at the registered completion's entry)
         q_unsent = [send[qi] == done[qi] for qi in range(Q)]
-        q_left = [of_stream(e_left, qi, done[qi]) for qi in range(Q)]
         # MR-TXS-035: the completion is picked with its terms (read on this cycle's state, the
         # same as the tests' for an untouched connection) and registered; the next cycle takes
         # it unless its connection was touched at the edge (its terms are then unchanged)
         comp_e = Signal(len(next_e))
-        comp_unsent, comp_left = Signal(), Signal(chunk_w)
+        comp_unsent = Signal()
         comp_status = Signal(5)
         # MR-TXS-048: the registered completion and the completion queue's room, one register
         comp_go = Signal(name="comp_go")
@@ -817,9 +817,15 @@ class TxSched(wiring.Component):
         m.d.sync += [comp_valid_r.eq(next_any), comp_q.eq(next_q), comp_e.eq(next_e),
                      comp_go.eq(comp_go_n),
                      comp_unsent.eq(_pick(q_unsent, next_q)),
-                     comp_left.eq(read(q_left, next_q, "next_comp_left")),
                      comp_status.eq(read(q_status, next_q, "next_comp_status"))]
         m.d.comb += desc_rd_cq.addr.eq(comp_e)
+        # MR-TXS-391: the picked completion's entry's next_chunk and nchunks - 1, read from
+        # their copies (next_mem, nl_mem) at the pick and registered with it (as `left` was)
+        comp_nx, comp_nl = next_mem.read_port(domain="comb"), nl_mem.read_port(domain="comb")
+        comp_next = Signal(chunk_w, name="comp_next")
+        comp_nchm1 = Signal(chunk_w, name="comp_nchm1")
+        m.d.comb += [comp_nx.addr.eq(next_e), comp_nl.addr.eq(next_e)]
+        m.d.sync += [comp_next.eq(comp_nx.data), comp_nchm1.eq(comp_nl.data.nchm1)]
         comp_conn = comp_q >> sb if S > 1 else comp_q
         # MR-TXS-244: the refill decided last cycle acts unless its connection was touched at
         # the edge between; second in MR-TXS-030's priority (after the report)
@@ -837,9 +843,10 @@ class TxSched(wiring.Component):
         m.d.comb += win.eq(self.s_wr.payload)
         with m.If(in_rsp):
             m.d.comb += [win.op.eq(OP_READ_RESP), win.conn.eq(rin.conn), win.stream.eq(S - 1),
-                         win.wr_id.eq(rin.stream), win.laddr.eq(rin.laddr), win.va.eq(0),
-                         win.rkey.eq(0), win.length.eq(Mux(rin.err, 0, rin.length)),
-                         win.imm.eq(0)]
+                         win.wr_id.eq(rin.stream), win.laddr.eq(rin.laddr),
+                         win.length.eq(Mux(rin.err, 0, rin.length))]
+        # MR-TXS-393: a response's VA and rkey are 0 in the descriptor's write (beside a send's,
+        # w_rsp), its imm left as s_wr's (the frame reads an imm of ops 1 and 3 only)
         i_wqi = _named(m, Cat(win.stream[:sb], win.conn) if S > 1 else win.conn, "in_wqi")
         in_tail, in_done = read(tail, i_wqi, "in_wtail"), read(done, i_wqi, "in_wdone")
         w_len1 = A.sub(win.length, 1, "w_len1")
@@ -901,7 +908,7 @@ class TxSched(wiring.Component):
         # loaded with its value after the edge, so the window compares start at registers
         q_nnb = [Signal(nb_w, name=f"q_nnb{qi}") for qi in range(Q)]
         self.probe = {"q_ok": q_ok, "send": send, "tail": tail, "ahead": e_ahead, "fail": e_fail,
-                      "wb": wb, "next": e_next, "ba": ba, "br": br, "ba_next": ba_next,
+                      "wb": wb, "next": [next_mem.data[e] for e in range(E)], "ba": ba, "br": br, "ba_next": ba_next,
                       "br_next": br_next, "ba_valid": ba_valid, "br_valid": br_valid,
                       "q_nnb": q_nnb, "nnb": e_nnb,
                       # MR-TXS-171: br's window registers and the state they stand for
@@ -971,7 +978,12 @@ class TxSched(wiring.Component):
             src_e = _named(m, Mux(nonempty, h_e, n_e), f"src_e{c}")
             # each stream's send entry's terms read before the stream pick selects one
             qs = range(c * S, (c + 1) * S)
-            s_chunk = [_named(m, of_stream(e_next, qi, send[qi]), f"s_chunk{qi}") for qi in qs]
+            # MR-TXS-394: each stream's send entry's next_chunk, a read port of next_mem each
+            s_chunk = []
+            for qi in qs:
+                nx = next_mem.read_port(domain="comb")
+                m.d.comb += nx.addr.eq(Cat(send[qi][:db], Const(qi, _bits(Q))) if D > 1 else qi)
+                s_chunk.append(_named(m, nx.data, f"s_chunk{qi}"))
             n_chunk = by_stream(s_chunk, f"n_chunk{c}")
             n_first = by_stream([x == 0 for x in s_chunk], f"n_first{c}")
             n_last = by_stream([of_stream(e_nlast, qi, send[qi]) for qi in qs], f"n_last{c}")
@@ -1279,7 +1291,7 @@ class TxSched(wiring.Component):
         # MR-TXS-297: each entry's refill terms beside the pick (its lowest bit against its
         # ack_base's low bits; its LAST term), the pick's read of them registered
         lq_lt_e = [lq_low[e] < e_base[e][:wb] for e in range(E)]
-        lq_last_e = [(lq_low[e] == e_nchm1[e][:wb]) & e_left[e].all() for e in range(E)]
+        lq_last_e = [(lq_low[e] == e_nchm1[e][:wb]) & e_sall[e] for e in range(E)]
         m.d.sync += [lq_base.eq(win_read(base_mem, lq_pick, "lq_base_next")),
                      lq_lt.eq(read(lq_lt_e, lq_pick, "lq_lt_next")),
                      lq_last.eq(read(lq_last_e, lq_pick, "lq_last_next")),
@@ -1452,9 +1464,12 @@ class TxSched(wiring.Component):
             c_infl_next = rep_or_pkt(c_infl[c], True, x["nb"], f"cinfl_next{c}")
             c_room_next = rep_or_pkt(c_room[c], False, x["nb"], f"croom_next{c}")
             c_unsent_more = A.add(c_unsent[c], w_nchm1, carry_in=1, name=f"unsent_more{c}")
-            # MR-TXS-032: unsent - (left + 1) from the registered completion's `left`, after the
-            # register (the connection is untouched since the decision: its count is the same)
-            c_unsent_after = A.add(c_unsent[c], ~_ext(comp_left, 24), name=f"unsent_after{c}")
+            # MR-TXS-032: unsent - (left + 1), left = nchunks - 1 - next_chunk of the registered
+            # completion's entry, after the register (the connection is untouched since the
+            # decision: its count and the entry's are the same); MR-TXS-391: unsent + next_chunk
+            # + ~(nchunks - 1), from the copies' reads registered with the completion
+            c_unsent_after = A.add3_c(c_unsent[c], comp_next, ~_ext(comp_nchm1, 24), Const(0, 1),
+                                      f"unsent_after{c}")
             c_unsent_less = A.sub(c_unsent[c], 1, f"unsent_less{c}")
             with m.If(rep_act & (r_conn == c)):
                 m.d.sync += [c_infl[c].eq(Mux(over, c_infl_next, 0)),
@@ -1591,7 +1606,8 @@ class TxSched(wiring.Component):
                                          Mux(w_atomic & wr.op[0], wr.compare, 0)))]
         m.d.comb += [desc_wr.addr.eq(w_e), desc_wr.en.eq(wr_act),
                      desc_wr.data.eq(Cat(wr.op, wr.wr_id, wr.laddr,
-                                         Mux(w_send, w_rseq, wr.va), Mux(w_send, 0, wr.rkey),
+                                         Mux(w_send, w_rseq, Mux(w_rsp, 0, wr.va)),
+                                         Mux(w_send | w_rsp, 0, wr.rkey),
                                          wr.imm, w_msg, wr.length, w_err)),
                      # MR-TXS-355: the completion's copy
                      cq_wr.addr.eq(w_e), cq_wr.en.eq(wr_act),
@@ -1610,8 +1626,9 @@ class TxSched(wiring.Component):
         next_more_c = [A.add(x["chunk"], 1, name=f"next_more_c{c}") for c, x in enumerate(cand_r)]
         for e in range(E):
             next_more = next_more_c[e // sd]
-            left_less = A.sub(e_left[e], 1, f"left_less{e}")
-            left_one = e_left[e] == 1           # the chunk after the next one is the last
+            # MR-TXS-391: the chunk after the next one is the last (left == 1): for a new chunk
+            # (the only user) next_chunk + 1, the candidate's chunk + 1, is nchunks - 1
+            left_one = next_more == e_nchm1[e]
             # MR-TXS-042: - 1 for a report (busy), + 1 for a packet
             out_next = A.add(e_out[e], Cat(Const(1, 1), busy.replicate(OUT_BITS - 1)), name=f"out_next{e}")
             with m.If(wb_valid & (wb_e == e)):
@@ -1630,8 +1647,8 @@ class TxSched(wiring.Component):
             with m.If(~e_fail[e] & (f_hit | err_hit)):
                 m.d.sync += [e_fail[e].eq(1), e_status[e].eq(Mux(f_hit, fl.status, er.status))]
             with m.If(take_wr & w_ehot[e]):
-                m.d.sync += [e_nlast[e].eq(w_nchm1 == 0),
-                             e_nchm1[e].eq(w_nchm1), e_left[e].eq(w_nchm1),
+                m.d.sync += [e_nlast[e].eq(w_nchm1 == 0), e_sall[e].eq(w_nchm1.all()),
+                             e_nchm1[e].eq(w_nchm1),
                              e_lastnb[e].eq(w_lastnb), e_base[e].eq(0), win_zero[e].eq(1),
                              e_bits[e].eq(0), e_ahead[e].eq(0), e_fail[e].eq(0), e_out[e].eq(0),
                              e_idle[e].eq(1)]
@@ -1646,20 +1663,12 @@ class TxSched(wiring.Component):
             # both: one action per cycle), the two flags read by the boundary registers too
             m.d.comb += [e_new_hot[e].eq(cand_r[ce]["new_e_hot"][ke]),
                          e_new_chunk[e].eq(act[ce] & cand_r[ce]["new_e_hot"][ke]),
-                         e_refill[e].eq(take_wr & w_ehot[e]),
-                         e_next_n[e].eq(Mux(e_new_chunk[e], next_more,
-                                            Mux(e_refill[e], 0, e_next[e])))]
-            m.d.sync += e_next[e].eq(e_next_n[e])
-            # MR-TXS-054: nnb likewise (a new chunk: the last chunk's bytes when it is next,
-            # else an MTU; a refill: its first chunk's)
-            m.d.comb += e_nnb_n[e].eq(Mux(act[ce] & cand_r[ce]["new_e_hot"][ke],
-                                          Mux(left_one, e_lastnb[e], mtu),
-                                          Mux(take_wr & w_ehot[e],
-                                              Mux(w_nchm1 == 0, w_lastnb, mtu), e_nnb[e])))
-            m.d.sync += e_nnb[e].eq(e_nnb_n[e])
+                         e_refill[e].eq(take_wr & w_ehot[e])]
+            # MR-TXS-054: nnb follows nlast and lastnb (MR-TXS-392: a new chunk's nlast is
+            # left_one, a refill's nchunks - 1 == 0 with its lastnb)
             with m.If(act[ce] & cand_r[ce]["new_e_hot"][ke]):
                 m.d.sync += [e_nlast[e].eq(left_one),
-                             e_left[e].eq(left_less),
+                             e_sall[e].eq(e_nlast[e]),
                              e_ahead[e].eq(e_ahead[e] + 1)]
         # MR-TXS-049: each stream's q_ok after this edge, from the terms of before it, the late
         # enables only picking among them. Its send entry after the edge (no send move): a new
@@ -1703,7 +1712,8 @@ class TxSched(wiring.Component):
             def nnb_at(nn, moved):
                 return Mux(moved, _pick(nn, sn1[:db]), _pick(nn, sn[:db])) if D > 1 else nn[0]
             nn_step = [Mux(cand_r[c]["new_e_hot"][e - c * sd],
-                           Mux(e_left[e] == 1, e_lastnb[e], mtu), e_nnb[e]) for e in ents]
+                           Mux(next_more_c[c] == e_nchm1[e], e_lastnb[e], mtu), e_nnb[e])
+                       for e in ents]
             nn_rest = [Mux(take_wr & w_ehot[e], Mux(w_nchm1 == 0, w_lastnb, mtu), e_nnb[e])
                        for e in ents]
             nnb_step = _named(m, nnb_at(nn_step, last_hot), f"q_nnb_step{qi}")

@@ -1771,3 +1771,51 @@ def test_window_lut_ram_wrong_forms_fail(wrong):
     the RTL as built passes with 0 mismatches (as ``test_window_storm_lockstep``'s)."""
     assert_wrong_form_fails(CW_MEM_WRONG[wrong], tc.traffic(TxSchedModel(**SMALL), 40, seed=1),
                             1, p_cwnd=0.2, cwnd_hi=8000)
+
+
+# MR-TXS-391..395's wrong forms (sch41), each loaded in place of the RTL by replacing its text
+# in hdl/tx_sched.py, with the run it fails: MR-TXS-391's LAST term of the next chunk taken on
+# the chunk before (next_chunk, not + 1); `sent_all` never set (a refill of a last chunk never
+# LAST: MR-TXS-299's seed 3, refills of last chunks); the completion's unsent count without its
+# entry's next_chunk (failed messages completed before their end); MR-TXS-392's `nnb` an MTU
+# for the last chunk too; MR-TXS-393's response VA left as s_wr's; MR-TXS-394's stream chunk
+# read at the ring's tail, not its send entry
+LEFT_WRONG = {
+    "left_one_not_advanced": ("left_one = next_more == e_nchm1[e]",
+                              "left_one = e_next[e] == e_nchm1[e]"),
+    "sent_all_never_set": ("e_sall[e].eq(e_nlast[e]),", "e_sall[e].eq(0),"),
+    "comp_next_unread": ("comp_next.eq(comp_nx.data)", "comp_next.eq(0)"),
+    "nnb_last_left_out": ('Mux(e_nlast[e], e_lastnb[e], mtu), f"nnb{e}")', 'Mux(0, e_lastnb[e], mtu), f"nnb{e}")'),
+    "rsp_va_kept": ("Mux(w_send, w_rseq, Mux(w_rsp, 0, wr.va))", "Mux(w_send, w_rseq, wr.va)"),
+    "chunk_read_at_tail": ("nx.addr.eq(Cat(send[qi][:db], Const(qi, _bits(Q)))",
+                           "nx.addr.eq(Cat(tail[qi][:db], Const(qi, _bits(Q)))"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong", sorted(LEFT_WRONG))
+def test_left_gone_wrong_forms_fail(wrong):
+    """MR-TXS-391..395 (negative controls): each wrong form of the per-entry `left` register's
+    replacement (the new chunk's LAST term from the candidate's chunk + 1, `sent_all`, the
+    completion's unsent count from the copies), of MR-TXS-392's `nnb` from `nlast` and
+    `lastnb`, of MR-TXS-393's response VA and of MR-TXS-394's stream chunk read, loaded in place
+    of the RTL, fails a run the RTL as built passes: ``test_lockstep_random``'s traffic (seed
+    1), the lost-not-queued run of seed 3, the stream terms' run with failures (``nnb`` against
+    ``q_nnb`` in every cycle, or the lockstep), ``test_lockstep_read_responses``'s traffic.
+    (Slow: six elaborations and locksteps.)"""
+    form = LEFT_WRONG[wrong]
+    if wrong == "sent_all_never_set":
+        mod = wrong_form("tx_sched", *form)
+        with pytest.raises(Mismatch):
+            _lnq_run(mod.TxSched, seed=3)
+    elif wrong in ("comp_next_unread", "nnb_last_left_out"):
+        mod = wrong_form("tx_sched", *form)
+        with pytest.raises((_StreamTermBroken, Mismatch)):
+            _stream_terms_run(STREAM_TERMS_CW4, 22, dut_cls=mod.TxSched, stop_on_bad=True)
+    elif wrong == "rsp_va_kept":
+        sem = TxSchedModel(**SMALL)
+        assert_wrong_form_fails(form, tc.traffic(sem, 40, seed=2), 2, p_cwnd=0.1, cwnd_hi=8000,
+                                rsps=tc.responses(sem, 16, seed=2))
+    else:
+        assert_wrong_form_fails(form, tc.traffic(TxSchedModel(**SMALL), 40, seed=1), 1,
+                                p_cwnd=0.2, cwnd_hi=8000)
