@@ -282,8 +282,8 @@ class FrameBuilder(wiring.Component):
 
         # ---------------------------------------------------------------- frame register F
         # MR-TXF-042: per boundary X (header end H, payload end PE, ICRC start E, frame end L)
-        # a down counter of beats to X's beat with "before it" (full) and "in it" (part)
-        # flags and the lane mask of X's beat; plus the payload-beat, last-fed and last beats.
+        # X's beat (MR-TX-437) with "before it" (full) and "in it" (part) flags and the lane
+        # mask of X's beat; plus the payload-beat, last-fed and last beats.
         en = Signal()
         en_next = Signal()
         active = Signal()
@@ -296,22 +296,27 @@ class FrameBuilder(wiring.Component):
         e_nz = Signal()
         bounds = {}
         for nme in ("h", "pe", "e", "l", "np", "fb", "last"):
-            bounds[nme] = (Signal(16 - LG, name=f"f_{nme}_cnt"), Signal(name=f"f_{nme}_full"),
+            bounds[nme] = (Signal(16 - LG, name=f"f_{nme}_at"), Signal(name=f"f_{nme}_full"),
                            Signal(name=f"f_{nme}_part"))
+        # MR-TX-437: one beat counter for all boundaries (``beat2`` = F's beat + 2) and per
+        # boundary its beat (``f_X_at``, loaded at go_g) and ``f_X_one`` = "X's beat is the
+        # next one" (a down counter of beats to X at 1), a flip-flop: no counter a boundary
+        beat2 = Signal(16 - LG, name="f_beat2")
+        one = {nme: Signal(name=f"f_{nme}_one") for nme in bounds}
         thermo = {nme: Signal(NB, name=f"f_{nme}_lanes") for nme in ("h", "pe", "e", "l")}
         rot_prev = Signal(W)
 
         h_full, h_part = bounds["h"][1:]
         need = Signal()
         m.d.comb += need.eq(active & ~h_full & bounds["np"][1])
-        # MR-TXF-065: the terms of go and of the header registers' enables are flip-flops,
+        # MR-TXF-065: the terms of go and of the header register's load are flip-flops,
         # loaded with their values for the next cycle (from the next state below): go_np and
         # go_p split go by whether it waits for a payload beat, so go is one LUT of two
-        # flip-flops and s_payload.valid; hdr_ld and hdr_ce_x drive the header
-        # registers' load select and enables (about 1,700 flip-flops) with no logic between.
+        # flip-flops and s_payload.valid; hdr_ld and hdr_ce_x make the header register's
+        # enable (MR-TX-436) with one LUT.
         go_np = Signal(name="go_np")                      # en & active & ~need
         go_p = Signal(name="go_p")                        # en & need
-        hdr_ld = Signal(name="hdr_ld", init=1)            # ~active | last beat: load, not shift
+        hdr_ld = Signal(name="hdr_ld", init=1)            # ~active | last beat: may load
         hdr_ce_x = Signal(name="hdr_ce_x", init=1)        # ~active | go_np: beat 0 moves
         go = Signal()
         m.d.comb += [go.eq(go_np | (go_p & self.s_payload.valid)),
@@ -324,13 +329,12 @@ class FrameBuilder(wiring.Component):
                    "np": g_hnp, "fb": g_fb, "last": g_last}
 
         def full_next(nme):
-            cnt, full, _ = bounds[nme]
-            return Mux(go_g, g_beats[nme] != 0, Mux(go & full, cnt[1:] != 0, full))
+            _, full, _ = bounds[nme]
+            return Mux(go_g, g_beats[nme] != 0, Mux(go, full & ~one[nme], full))
 
         def part_next(nme):
-            cnt, full, part = bounds[nme]
-            return Mux(go_g, g_beats[nme] == 0,
-                       Mux(go, Mux(full, (cnt[1:] == 0) & cnt[0], 0), part))
+            _, full, part = bounds[nme]
+            return Mux(go_g, g_beats[nme] == 0, Mux(go, full & one[nme], part))
         need_next = Signal()
         m.d.comb += need_next.eq(active_next & ~full_next("h") & full_next("np"))
         m.d.sync += [go_np.eq(en_next & active_next & ~need_next),
@@ -387,19 +391,18 @@ class FrameBuilder(wiring.Component):
                          f_vlan.eq(gd.vlan_en),
                          shift.eq(g["h"][:LG]), n_zero.eq(-g["e"][:LG]), es2.eq(g["e"][:2]),
                          e_nz.eq(g["e"][:LG] != 0)]
-            for nme, (cnt, full, part) in bounds.items():
+            m.d.sync += beat2.eq(2)
+            for nme, (at, full, part) in bounds.items():
                 xb = g_beats[nme]
-                m.d.sync += [cnt.eq(xb), full.eq(xb != 0), part.eq(xb == 0)]
+                m.d.sync += [at.eq(xb), full.eq(xb != 0), part.eq(xb == 0), one[nme].eq(xb == 1)]
             for nme, th in thermo.items():
                 m.d.sync += th.eq(Cat(*[g[nme][:LG] > j for j in range(NB)]))
         with m.Elif(go):
             m.d.sync += first.eq(0)
-            for nme, (cnt, full, part) in bounds.items():
-                with m.If(full):
-                    m.d.sync += [cnt.eq(cnt - 1), full.eq(cnt[1:] != 0),
-                                 part.eq((cnt[1:] == 0) & cnt[0])]
-                with m.Else():
-                    m.d.sync += part.eq(0)
+            m.d.sync += beat2.eq(beat2 + 1)
+            for nme, (at, full, part) in bounds.items():
+                m.d.sync += [full.eq(full & ~one[nme]), part.eq(full & one[nme]),
+                             one[nme].eq(beat2 == at)]
             with m.If(bounds["last"][2]):
                 m.d.sync += active.eq(0)
 
