@@ -378,7 +378,13 @@ class FrameBuilder(wiring.Component):
             cls = Cat(f_vlan, f_v6)
             return at_beat(Array(Const(mk >> (k * bits) & ((1 << bits) - 1), bits) for mk in masks)[cls]
                            for k in range(NBEATS_HDR))
-        hdr_sr = at_beat(hdr_reg[k * W:(k + 1) * W] for k in range(NBEATS_HDR))
+        # MR-TX-439: the current beat's bytes in a register (the old shift register's beat 0,
+        # same load and enable), loaded with the next beat's AND-OR: the merge reads flip-flops
+        hdr_sr = Signal(W, name="hdr_cur")
+        nxt_beat = or_tree(Mux(hdr_beat[k], hdr_reg[(k + 1) * W:(k + 2) * W], 0)
+                           for k in range(NBEATS_HDR - 1))
+        with m.If(ce0):
+            m.d.sync += hdr_sr.eq(Mux(hdr_ld, Cat(*hdr_bytes)[:W], nxt_beat))
         keep_sr = class_masks(crc_keep, 2 * NB)
         ones_sr = class_masks(crc_ones, 2 * NB)
         sum_sr = class_masks([mk[0] for mk in masks], NB)

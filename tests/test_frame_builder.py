@@ -251,7 +251,7 @@ def test_block_registered():
 @pytest.mark.parametrize("width", [64, pytest.param(128, marks=pytest.mark.slow),
                                    pytest.param(256, marks=pytest.mark.slow), 512])
 def test_rtl_lockstep(width):
-    """MR-TXF-040..046, MR-TXF-050, MR-TXF-022, MR-TXF-060..064, MR-TX-436..438: the RTL in
+    """MR-TXF-040..046, MR-TXF-050, MR-TXF-022, MR-TXF-060..064, MR-TX-436..439: the RTL in
     lockstep with the model (every output, every cycle), idle cycles and backpressure; every
     frame the codec's, IPv6 UDP checksums included."""
     cases = (fc.endpoint_ops_cases(width) + fc.opcode_cases(width)
@@ -436,6 +436,9 @@ HDR_WRONG = {
                                         "payload_waits_512"),
     "terms_a_cycle_late": (("go_np.eq(en_next & active_next & ~need_next)", "go_np.eq(en & active & ~need)"),
                            "payload_waits_512"),
+    # MR-TX-439: the current beat's register loaded with the beat it holds, not the next
+    "header_beat_register_not_next": (("hdr_reg[(k + 1) * W:(k + 2) * W]", "hdr_reg[k * W:(k + 1) * W]"),
+                                      "records_full_64"),
     # MR-TX-437: a boundary's "next beat" flag compared with the beat after
     "boundary_one_a_beat_late": (("one[nme].eq(beat2 == at)", "one[nme].eq(beat2 == at + 1)"),
                                  "records_full_64"),
@@ -444,11 +447,12 @@ HDR_WRONG = {
 
 @pytest.mark.parametrize("wrong", sorted(HDR_WRONG))
 def test_header_register_terms_wrong_forms_fail(wrong):
-    """MR-TXF-065, MR-TX-436, MR-TX-437, MR-TX-438: each wrong form of the registered terms (the
-    header loaded at the last beat without its payload beat, no load of the next header at a
-    frame's last beat, the beat select moving while the pipeline waits, the terms registered
-    from this cycle's state, a boundary's next-beat flag a beat late), loaded in place of the
-    RTL, fails the lockstep with the model or the frames' check (no invariant observer)."""
+    """MR-TXF-065, MR-TX-436..439: each wrong form of the registered terms and the header
+    registers (the header loaded at the last beat without its payload beat, no load of the
+    next header at a frame's last beat, the beat select moving while the pipeline waits, the
+    terms registered from this cycle's state, a boundary's next-beat flag a beat late, the
+    current beat's register loaded with its own beat), loaded in place of the RTL, fails the
+    lockstep with the model or the frames' check (no invariant observer)."""
     (old, new), run = HDR_WRONG[wrong]
     cls = wrong_form("frame_builder", old, new).FrameBuilder
     with pytest.raises((Mismatch, AssertionError)):
