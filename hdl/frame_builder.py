@@ -279,21 +279,15 @@ class FrameBuilder(wiring.Component):
         hdr_bytes, crc_keep, crc_ones = self._pack(m, gd, g_udp, g_tot, cksum, g_kind)
         nbytes_hdr = -(-HDR_MAX // NB) * NB
         masks = [udp6_masks(c & 1, c >> 1, nbytes_hdr) for c in range(4)]
-        ck_sum = Array([Const(mk[0], nbytes_hdr) for mk in masks])[Cat(gd.vlan_en, gd.ipv6)]
-        ck_patch = Array([Const(mk[1], nbytes_hdr) for mk in masks])[Cat(gd.vlan_en, gd.ipv6)]
 
         # ---------------------------------------------------------------- frame register F
         # MR-TXF-042: per boundary X (header end H, payload end PE, ICRC start E, frame end L)
-        # a down counter of beats to X's beat with "before it" (full) and "in it" (part)
-        # flags and the lane mask of X's beat; plus the payload-beat, last-fed and last beats.
+        # X's beat (MR-TX-437) with "before it" (full) and "in it" (part) flags and the lane
+        # mask of X's beat; plus the payload-beat, last-fed and last beats.
         en = Signal()
         en_next = Signal()
         active = Signal()
-        hdr_sr = Signal(NBEATS_HDR * W)
-        keep_sr = Signal(NBEATS_HDR * NB * 2)
-        ones_sr = Signal(NBEATS_HDR * NB * 2)
-        sum_sr = Signal(NBEATS_HDR * NB)      # MR-TXF-061: header bytes the checksum sums
-        patch_sr = Signal(NBEATS_HDR * NB)    # the checksum's two bytes
+        hdr_reg = Signal(NBEATS_HDR * W)
         f_v6, f_vlan = Signal(), Signal()
         shift = Signal(LG)
         n_zero = Signal(LG)
@@ -302,23 +296,27 @@ class FrameBuilder(wiring.Component):
         e_nz = Signal()
         bounds = {}
         for nme in ("h", "pe", "e", "l", "np", "fb", "last"):
-            bounds[nme] = (Signal(16 - LG, name=f"f_{nme}_cnt"), Signal(name=f"f_{nme}_full"),
+            bounds[nme] = (Signal(16 - LG, name=f"f_{nme}_at"), Signal(name=f"f_{nme}_full"),
                            Signal(name=f"f_{nme}_part"))
+        # MR-TX-437: one beat counter for all boundaries (``beat2`` = F's beat + 2) and per
+        # boundary its beat (``f_X_at``, loaded at go_g) and ``f_X_one`` = "X's beat is the
+        # next one" (a down counter of beats to X at 1), a flip-flop: no counter a boundary
+        beat2 = Signal(16 - LG, name="f_beat2")
+        one = {nme: Signal(name=f"f_{nme}_one") for nme in bounds}
         thermo = {nme: Signal(NB, name=f"f_{nme}_lanes") for nme in ("h", "pe", "e", "l")}
         rot_prev = Signal(W)
 
         h_full, h_part = bounds["h"][1:]
         need = Signal()
         m.d.comb += need.eq(active & ~h_full & bounds["np"][1])
-        # MR-TXF-065: the terms of go and of the header registers' enables are flip-flops,
+        # MR-TXF-065: the terms of go and of the header register's load are flip-flops,
         # loaded with their values for the next cycle (from the next state below): go_np and
         # go_p split go by whether it waits for a payload beat, so go is one LUT of two
-        # flip-flops and s_payload.valid; hdr_ld, hdr_ce_up and hdr_ce_x drive the header
-        # registers' load select and enables (about 1,700 flip-flops) with no logic between.
+        # flip-flops and s_payload.valid; hdr_ld and hdr_ce_x make the header register's
+        # enable (MR-TX-436) with one LUT.
         go_np = Signal(name="go_np")                      # en & active & ~need
         go_p = Signal(name="go_p")                        # en & need
-        hdr_ld = Signal(name="hdr_ld", init=1)            # ~active | last beat: load, not shift
-        hdr_ce_up = Signal(name="hdr_ce_up", init=1)      # en | ~active: beats 1.. move
+        hdr_ld = Signal(name="hdr_ld", init=1)            # ~active | last beat: may load
         hdr_ce_x = Signal(name="hdr_ce_x", init=1)        # ~active | go_np: beat 0 moves
         go = Signal()
         m.d.comb += [go.eq(go_np | (go_p & self.s_payload.valid)),
@@ -331,57 +329,86 @@ class FrameBuilder(wiring.Component):
                    "np": g_hnp, "fb": g_fb, "last": g_last}
 
         def full_next(nme):
-            cnt, full, _ = bounds[nme]
-            return Mux(go_g, g_beats[nme] != 0, Mux(go & full, cnt[1:] != 0, full))
+            _, full, _ = bounds[nme]
+            return Mux(go_g, g_beats[nme] != 0, Mux(go, full & ~one[nme], full))
 
         def part_next(nme):
-            cnt, full, part = bounds[nme]
-            return Mux(go_g, g_beats[nme] == 0,
-                       Mux(go, Mux(full, (cnt[1:] == 0) & cnt[0], 0), part))
+            _, full, part = bounds[nme]
+            return Mux(go_g, g_beats[nme] == 0, Mux(go, full & one[nme], part))
         need_next = Signal()
         m.d.comb += need_next.eq(active_next & ~full_next("h") & full_next("np"))
         m.d.sync += [go_np.eq(en_next & active_next & ~need_next),
                      go_p.eq(en_next & need_next),
                      hdr_ld.eq(~active_next | part_next("last")),
-                     hdr_ce_up.eq(en_next | ~active_next),
                      hdr_ce_x.eq(~active_next | (en_next & active_next & ~need_next))]
 
-        # MR-TXF-065: the header registers, per beat: beat 0 moves with go (its enable waits
-        # for the payload beat), beats 1.. whenever the pipeline advances (past the header's
-        # last beat their bytes are never read again); all load G's header while no frame is
-        # active (read only after go_g's load) and at a frame's last beat, else shift.
+        # MR-TX-436: the header register holds the frame's whole header, loaded with G's at
+        # hdr_ld & ce0 (no frame in F, or F's last beat as it moves: go_g's load is one of them,
+        # and no beat still to be read changes), never shifted; the beat F is at is a one-hot
+        # register ``hdr_beat`` (beat 0 at go_g, the next at each go) that selects its bytes and
+        # its ICRC and checksum masks (constants of the frame's class) as an AND-OR: no load
+        # mux per header bit.
         ce0 = Signal()
         m.d.comb += ce0.eq(hdr_ce_x | (go_p & self.s_payload.valid))
-        for sr, new, bits in ((hdr_sr, Cat(*hdr_bytes), W), (keep_sr, crc_keep, 2 * NB),
-                              (ones_sr, crc_ones, 2 * NB), (sum_sr, ck_sum, NB),
-                              (patch_sr, ck_patch, NB)):
-            nxt = Mux(hdr_ld, new, sr[bits:])
-            with m.If(ce0):
-                m.d.sync += sr[:bits].eq(nxt[:bits])
-            with m.If(hdr_ce_up):
-                m.d.sync += sr[bits:].eq(nxt[bits:])
+        hdr_load = Signal()
+        m.d.comb += hdr_load.eq(hdr_ld & ce0)
+        with m.If(hdr_load):
+            m.d.sync += hdr_reg.eq(Cat(*hdr_bytes))
+        hdr_beat = Signal(NBEATS_HDR, init=1)
+        with m.If(go_g):
+            m.d.sync += hdr_beat.eq(1)
+        with m.Elif(go):
+            m.d.sync += hdr_beat.eq(hdr_beat << 1)
+
+        def or_tree(vals):
+            vals = list(vals)
+            if not vals:
+                return Const(0, 1)
+            while len(vals) > 1:
+                vals = [vals[i] | vals[i + 1] if i + 1 < len(vals) else vals[i]
+                        for i in range(0, len(vals), 2)]
+            return vals[0]
+
+        def at_beat(beats):
+            """The bits of F's current header beat from ``beats`` (one Value a beat)."""
+            return or_tree(Mux(hdr_beat[k], v, 0) for k, v in enumerate(beats))
+
+        def class_masks(masks, bits):
+            """Per beat, the class's constant mask (``masks[c]``: an int over the header)."""
+            cls = Cat(f_vlan, f_v6)
+            return at_beat(Array(Const(mk >> (k * bits) & ((1 << bits) - 1), bits) for mk in masks)[cls]
+                           for k in range(NBEATS_HDR))
+        # MR-TX-439: the current beat's bytes in a register (the old shift register's beat 0,
+        # same load and enable), loaded with the next beat's AND-OR: the merge reads flip-flops
+        hdr_sr = Signal(W, name="hdr_cur")
+        nxt_beat = or_tree(Mux(hdr_beat[k], hdr_reg[(k + 1) * W:(k + 2) * W], 0)
+                           for k in range(NBEATS_HDR - 1))
+        with m.If(ce0):
+            m.d.sync += hdr_sr.eq(Mux(hdr_ld, Cat(*hdr_bytes)[:W], nxt_beat))
+        keep_sr = class_masks(crc_keep, 2 * NB)
+        ones_sr = class_masks(crc_ones, 2 * NB)
+        sum_sr = class_masks([mk[0] for mk in masks], NB)
+        patch_sr = class_masks([mk[1] for mk in masks], NB)
         # for tests: the registered terms and the state they stand for (MR-TXF-065)
-        self.probe = {"go_np": go_np, "go_p": go_p, "hdr_ld": hdr_ld, "hdr_ce_up": hdr_ce_up,
-                      "hdr_ce_x": hdr_ce_x, "en": en, "active": active, "need": need,
+        self.probe = {"go_np": go_np, "go_p": go_p, "hdr_ld": hdr_ld, "hdr_ce_x": hdr_ce_x, "en": en, "active": active, "need": need,
                       "last_part": bounds["last"][2]}
         with m.If(go_g):
             m.d.sync += [active.eq(1), first.eq(1), f_v6.eq(gd.ipv6),
                          f_vlan.eq(gd.vlan_en),
                          shift.eq(g["h"][:LG]), n_zero.eq(-g["e"][:LG]), es2.eq(g["e"][:2]),
                          e_nz.eq(g["e"][:LG] != 0)]
-            for nme, (cnt, full, part) in bounds.items():
+            m.d.sync += beat2.eq(2)
+            for nme, (at, full, part) in bounds.items():
                 xb = g_beats[nme]
-                m.d.sync += [cnt.eq(xb), full.eq(xb != 0), part.eq(xb == 0)]
+                m.d.sync += [at.eq(xb), full.eq(xb != 0), part.eq(xb == 0), one[nme].eq(xb == 1)]
             for nme, th in thermo.items():
                 m.d.sync += th.eq(Cat(*[g[nme][:LG] > j for j in range(NB)]))
         with m.Elif(go):
             m.d.sync += first.eq(0)
-            for nme, (cnt, full, part) in bounds.items():
-                with m.If(full):
-                    m.d.sync += [cnt.eq(cnt - 1), full.eq(cnt[1:] != 0),
-                                 part.eq((cnt[1:] == 0) & cnt[0])]
-                with m.Else():
-                    m.d.sync += part.eq(0)
+            m.d.sync += beat2.eq(beat2 + 1)
+            for nme, (at, full, part) in bounds.items():
+                m.d.sync += [full.eq(full & ~one[nme]), part.eq(full & one[nme]),
+                             one[nme].eq(beat2 == at)]
             with m.If(bounds["last"][2]):
                 m.d.sync += active.eq(0)
 
@@ -611,8 +638,8 @@ class FrameBuilder(wiring.Component):
         return rd, Cat(*out), head.keep, head.last
 
     def _pack(self, m, d, udp_len, ip_total, cksum, kind):
-        """(header bytes in network order, ICRC keep and ones masks, one bit per nibble)
-        (MR-TXF-020, MR-TXF-030)."""
+        """(header bytes in network order, ICRC keep and ones masks of each class (ints, class
+        ``vlan + 2 ipv6``), one bit per nibble) (MR-TXF-020, MR-TXF-030)."""
         NB = self.width // 8
         nbytes = -(-HDR_MAX // NB) * NB
         ip4 = {"version": 4, "ihl": 5, "dscp": d.ip_dscp, "ecn": d.ip_ecn, "total_len": ip_total,
@@ -670,6 +697,4 @@ class FrameBuilder(wiring.Component):
             k, o = crc_masks(vlan=c & 1, ipv6=c >> 1, nbytes=nbytes)
             keep.append(k)
             ones.append(o)
-        keep = Array([Const(k, 2 * nbytes) for k in keep])[cls]
-        ones = Array([Const(o, 2 * nbytes) for o in ones])[cls]
         return hdr, keep, ones

@@ -136,12 +136,15 @@ class IcrcProcessor(wiring.Component):
         f, g = matrices(self.width)
         reg = Signal(32)
         m.d.comb += self.crc.eq(reg)
-        nxt = []
-        for b in range(32):
-            # start feeds a zero register: gate the register's share once, not per term.
-            fed = xor_tree(reg[i] for i in range(32) if f[i] >> b & 1) & ~self.start
-            nxt.append(xor_tree([self.data[j] for j in range(self.width) if g[j] >> b & 1]
-                                + [fed]))
+        # MR-HW-105: the register's share is the data's share of its first 32 bits (column i
+        # of F is column i of G: the register is XORed into the first bits the CRC takes), so
+        # the register goes into those bits once (``start`` feeds a zero register) and each
+        # register bit is one XOR tree over ``width`` inputs, not ``width + 32``.
+        if any(f[i] != g[i] for i in range(32)):
+            raise AssertionError("the CRC register is not the first data bits' share")
+        fed = Signal(self.width, name="fed")
+        m.d.comb += fed.eq(self.data ^ (reg & ~self.start.replicate(32)))
+        nxt = [xor_tree([fed[j] for j in range(self.width) if g[j] >> b & 1]) for b in range(32)]
         with m.If(self.valid):
             m.d.sync += reg.eq(Cat(*nxt))
         with m.Elif(self.start):

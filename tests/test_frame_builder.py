@@ -251,9 +251,9 @@ def test_block_registered():
 @pytest.mark.parametrize("width", [64, pytest.param(128, marks=pytest.mark.slow),
                                    pytest.param(256, marks=pytest.mark.slow), 512])
 def test_rtl_lockstep(width):
-    """MR-TXF-040..046, MR-TXF-050, MR-TXF-022, MR-TXF-060..064: the RTL in lockstep with the
-    model (every output, every cycle), idle cycles and backpressure; every frame the codec's,
-    IPv6 UDP checksums included."""
+    """MR-TXF-040..046, MR-TXF-050, MR-TXF-022, MR-TXF-060..064, MR-TX-436..439: the RTL in
+    lockstep with the model (every output, every cycle), idle cycles and backpressure; every
+    frame the codec's, IPv6 UDP checksums included."""
     cases = (fc.endpoint_ops_cases(width) + fc.opcode_cases(width)
              + [c for c in fc.length_cases(width) if len(c.payload) <= 300 or width >= 256]
              + fc.random_cases(20, seed=width, max_payload=300))
@@ -392,7 +392,6 @@ def _hdr_terms_run(run, dut_cls=FrameBuilder, observe=True):
             want = {"go_np": v["en"] & v["active"] & (1 - v["need"]),
                     "go_p": v["en"] & v["need"],
                     "hdr_ld": (1 - v["active"]) | v["last_part"],
-                    "hdr_ce_up": v["en"] | (1 - v["active"]),
                     "hdr_ce_x": (1 - v["active"]) | (v["en"] & v["active"] & (1 - v["need"]))}
             if any(v[k] != want[k] for k in want):
                 bad.append((seen["cycles"], v))
@@ -408,9 +407,8 @@ def _hdr_terms_run(run, dut_cls=FrameBuilder, observe=True):
 
 @pytest.mark.parametrize("run", sorted(HDR_RUNS))
 def test_header_register_terms_registered_exact(run):
-    """MR-TXF-065, MR-TXF-042, MR-TXF-043: the registered terms of ``go`` and of the header
-    registers' load select and enables (``go_np``, ``go_p``, ``hdr_ld``, ``hdr_ce_up``,
-    ``hdr_ce_x``) equal their definitions on the RTL's own state in every cycle, under runs
+    """MR-TXF-065, MR-TXF-042, MR-TXF-043, MR-TX-436: the registered terms of ``go`` and of the
+    header register's load (``go_np``, ``go_p``, ``hdr_ld``, ``hdr_ce_x``) equal their definitions on the RTL's own state in every cycle, under runs
     where the payload beat comes after its header's last beat (512 bits) and where the
     pipeline waits with a frame in F (checksum records full, 64 bits); the lockstep with the
     model has 0 mismatches and every frame is the codec's."""
@@ -424,28 +422,37 @@ def test_header_register_terms_registered_exact(run):
         assert seen["stalled"] > 20, seen
 
 
-# MR-TXF-065's wrong forms, each loaded in place of the RTL by replacing its text in
-# hdl/frame_builder.py, with the run that reaches it: beat 0 moving without its payload beat,
-# no load at a frame's last beat, beats 1.. moving while the pipeline waits, the terms
-# registered from this cycle's state instead of the next
+# MR-TXF-065's and MR-TX-436's wrong forms, each loaded in place of the RTL by replacing its
+# text in hdl/frame_builder.py, with the run that reaches it: the header loaded without its
+# payload beat at the last beat, no load at a frame's last beat, the beat select moving while
+# the pipeline waits, the terms registered from this cycle's state instead of the next
 HDR_WRONG = {
     "beat0_not_waiting_for_payload": (("ce0.eq(hdr_ce_x | (go_p & self.s_payload.valid))",
                                        "ce0.eq(hdr_ce_x | go_p)"), "payload_waits_512"),
     "no_load_at_last_beat": (('hdr_ld.eq(~active_next | part_next("last"))', "hdr_ld.eq(~active_next)"),
                              "payload_waits_512"),
-    "upper_beats_move_while_waiting": (("hdr_ce_up.eq(en_next | ~active_next)", "hdr_ce_up.eq(1)"),
-                                       "records_full_64"),
+    "beat_select_moves_while_waiting": (("with m.Elif(go):\n            m.d.sync += hdr_beat.eq(",
+                                         "with m.Elif(en):\n            m.d.sync += hdr_beat.eq("),
+                                        "payload_waits_512"),
     "terms_a_cycle_late": (("go_np.eq(en_next & active_next & ~need_next)", "go_np.eq(en & active & ~need)"),
                            "payload_waits_512"),
+    # MR-TX-439: the current beat's register loaded with the beat it holds, not the next
+    "header_beat_register_not_next": (("hdr_reg[(k + 1) * W:(k + 2) * W]", "hdr_reg[k * W:(k + 1) * W]"),
+                                      "records_full_64"),
+    # MR-TX-437: a boundary's "next beat" flag compared with the beat after
+    "boundary_one_a_beat_late": (("one[nme].eq(beat2 == at)", "one[nme].eq(beat2 == at + 1)"),
+                                 "records_full_64"),
 }
 
 
 @pytest.mark.parametrize("wrong", sorted(HDR_WRONG))
 def test_header_register_terms_wrong_forms_fail(wrong):
-    """MR-TXF-065: each wrong form of the registered terms (beat 0 moving without its payload
-    beat, no load of the next header at a frame's last beat, beats 1.. moving while the
-    pipeline waits, the terms registered from this cycle's state), loaded in place of the
-    RTL, fails the lockstep with the model or the frames' check (no invariant observer)."""
+    """MR-TXF-065, MR-TX-436..439: each wrong form of the registered terms and the header
+    registers (the header loaded at the last beat without its payload beat, no load of the
+    next header at a frame's last beat, the beat select moving while the pipeline waits, the
+    terms registered from this cycle's state, a boundary's next-beat flag a beat late, the
+    current beat's register loaded with its own beat), loaded in place of the RTL, fails the
+    lockstep with the model or the frames' check (no invariant observer)."""
     (old, new), run = HDR_WRONG[wrong]
     cls = wrong_form("frame_builder", old, new).FrameBuilder
     with pytest.raises((Mismatch, AssertionError)):

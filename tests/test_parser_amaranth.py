@@ -92,7 +92,8 @@ def test_verilog_port_names():
 
 
 def test_icrc_processor_matches_lib_crc():
-    """MR-HW-040: IcrcProcessor is lib.crc's processor of the same algorithm, cycle by cycle."""
+    """MR-HW-040, MR-HW-105, MR-HW-106: IcrcProcessor (its register XORed into the beat's first
+    32 bits) is lib.crc's processor of the same algorithm, cycle by cycle."""
     width = 64
     new, ref = icrc_hw.IcrcProcessor(width), icrc_hw.processor(width)
     m = Module()
