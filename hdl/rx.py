@@ -35,7 +35,7 @@ and registered, so S4's verdict selects by registers (MR-RX-204).
 
 Golden model: :class:`metaroce.models.rx.RxCycleModel`, cycle by cycle on every port.
 """
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Shape, Signal, Value
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -510,74 +510,12 @@ def _first_ok(m, name, ok, sel, n):
     return at, last
 
 
-#: MR-RX-319: the fields every item of a bundle shares (the delivery's connection and stream),
-#: kept once in a bundle queue's word: in item 0 (each item layout's first fields)
-SHARED_FIELDS = ("conn", "stream")
-# MR-RX-319: False: the bundle queues hold every item's shared fields (the same function)
-BUNDLE_SHARED_ONCE = True
-
-
-def _shared_bits(layout):
-    """MR-RX-319: the bits at the start of each item of bundle ``layout`` that every item shares
-    (:data:`SHARED_FIELDS`), and the name of the items' field."""
-    items = next(f for f, _ in layout if f != "ok")
-    elem = layout[items].shape.elem_shape
-    k = 0
-    for name in SHARED_FIELDS:
-        assert elem[name].offset == k
-        k += elem[name].width
-    return (k if BUNDLE_SHARED_ONCE else 0), items
-
-
-def _bundle_word(layout, bundle):
-    """MR-RX-319: bundle ``bundle`` (a value of ``layout``) as its queue stores it: item 0
-    whole, the other items without their shared bits (:func:`_shared_bits`), the rest as is."""
-    k, items = _shared_bits(layout)
-    view = data.View(layout, bundle)
-    parts = []
-    for name, field in layout:
-        if name == items:
-            entries = view[items]
-            parts += [entries[0].as_value()] + [entries[i].as_value()[k:] for i in range(1, field.shape.length)]
-        else:
-            parts.append(Value.cast(view[name]))
-    return Cat(*parts)
-
-
-def _bundle_width(layout):
-    k, items = _shared_bits(layout)
-    return layout.size - k * (layout[items].shape.length - 1)
-
-
-def _bundle_of_word(layout, word):
-    """MR-RX-319: the bundle (a value of ``layout``) of queue word ``word``: each item's shared
-    bits item 0's. The bundle back exactly whenever every item of it shares them, as every
-    bundle the RX writes (one delivery's items, of one connection and stream)."""
-    k, items = _shared_bits(layout)
-    parts, pos = [], 0
-    for name, field in layout:
-        if name == items:
-            w = field.shape.elem_shape.size
-            first = word[pos:pos + w]
-            parts.append(first)
-            pos += w
-            for _ in range(1, field.shape.length):
-                parts.append(Cat(first[:k], word[pos:pos + w - k]))
-                pos += w - k
-        else:
-            w = Shape.cast(field.shape).width
-            parts.append(word[pos:pos + w])
-            pos += w
-    assert pos == len(word)
-    return Cat(*parts)
-
-
 def _bundle_out(m, name, layout, q, port, n):
     """A bundle queue's head shown on ``port`` one item after another (an index register, the
     next entry to look at); the bundle leaves the queue with its last item (MR-RX-085,
     MR-RX-131, MR-RX-259)."""
     sel = Signal(range(n), name=f"{name}_sel")
-    head = data.View(layout, _bundle_of_word(layout, q.r_data))
+    head = data.View(layout, q.r_data)
     entries = head[next(f for f, _ in layout if f != "ok")]
     take = q.r_rdy & port.ready
     at, at_last = _first_ok(m, name, head.ok, sel, n)
@@ -660,13 +598,11 @@ class Rx(wiring.Component):
         opd_row_bits = cb + lay.stream_bits + (n_slots - 1).bit_length()
         steer_entry = data.StructLayout({"keep": 1, "cap": 1, "row": max(1, opd_row_bits), "mark": CAP_COUNT_BITS})
         m.submodules.steer_q = steer_q = fifo.SyncFIFO(width=steer_entry.size, depth=FIFO_DEPTH)
-        m.submodules.cqe_q = cqe_q = HeadRegFIFO(width=_bundle_width(lay.cqe_bundle), depth=FIFO_DEPTH,
-                                                            block=True)   # MR-RX-290, MR-RX-319
+        m.submodules.cqe_q = cqe_q = HeadRegFIFO(width=lay.cqe_bundle.size, depth=FIFO_DEPTH, block=True)   # MR-RX-290
         # MR-RX-131: the response items of READ requests, one bundle per delivery as m_cqe's
-        m.submodules.rsp_q = rsp_q = HeadRegFIFO(width=_bundle_width(lay.rsp_bundle), depth=FIFO_DEPTH,
-                                                            block=True)   # MR-RX-290, MR-RX-319
+        m.submodules.rsp_q = rsp_q = HeadRegFIFO(width=lay.rsp_bundle.size, depth=FIFO_DEPTH, block=True)   # MR-RX-290
         # MR-RX-155: the atomics' execution items, likewise
-        m.submodules.atom_q = atom_q = fifo.SyncFIFO(width=_bundle_width(lay.atom_bundle), depth=FIFO_DEPTH)   # MR-RX-319
+        m.submodules.atom_q = atom_q = fifo.SyncFIFO(width=lay.atom_bundle.size, depth=FIFO_DEPTH)
         # MR-RX-001: the per-stream tables hold `streams` rows per connection (index bits sb)
         sb, esb = lay.stream_bits, records.STREAM_BITS
 
@@ -1897,7 +1833,7 @@ class Rx(wiring.Component):
             m.d.comb += [item.conn.eq(s6_conn), item.stream.eq(s6_stream), item.msg.eq(rec.msg),
                          item.laddr.eq(Mux(rec.err, 0, rec.wr_id)), item.length.eq(rec.imm), item.err.eq(rec.err)]
             rsp_items.append(item)
-        m.d.comb += [rsp_q.w_en.eq(s6_rsp), rsp_q.w_data.eq(_bundle_word(lay.rsp_bundle, _bundle(m, lay.rsp_bundle, s6_rsp_ok, rsp_items)))]
+        m.d.comb += [rsp_q.w_en.eq(s6_rsp), rsp_q.w_data.eq(_bundle(m, lay.rsp_bundle, s6_rsp_ok, rsp_items))]
         # MR-RX-155: the execution items of the atomics the delivery reached: the 8 bytes' host
         # address (none when refused), compare-and-swap or fetch-and-add, the refusal
         atom_items = []
@@ -1908,7 +1844,7 @@ class Rx(wiring.Component):
             atom_items.append(item)
         atom_w = Signal(lay.atom_bundle)
         m.d.comb += [atom_w.eq(_bundle(m, lay.atom_bundle, s6_atom_ok, atom_items)), atom_q.w_en.eq(s6_atom),
-                     atom_q.w_data.eq(_bundle_word(lay.atom_bundle, atom_w))]
+                     atom_q.w_data.eq(atom_w)]
         # MR-RX-159/160: the request's opcode (RD_OP_WC) and length, REM_ACCESS_ERR for an ERROR;
         # MR-RX-259: in entry 0 with only that entry marked, the other entries the delivery's
         # (not shown), so only entry 0 and `ok` take a select
@@ -1918,7 +1854,7 @@ class Rx(wiring.Component):
                      rd_cqe.status.eq(Mux(s6_rd.err, WC_REM_ACCESS_ERR, 0)),
                      rd_cqe.length.eq(s6_rd.msg_len), rd_cqe.wr_id.eq(s6_rd.wr_id)]
         cqe_w = Signal(lay.cqe_bundle)
-        m.d.comb += [cqe_w.eq(bundle), cqe_q.w_en.eq(s6_cqe), cqe_q.w_data.eq(_bundle_word(lay.cqe_bundle, cqe_w))]
+        m.d.comb += [cqe_w.eq(bundle), cqe_q.w_en.eq(s6_cqe), cqe_q.w_data.eq(cqe_w)]
         with m.If(s6_read):
             m.d.comb += [cqe_w.ok.eq(1), cqe_w.cqes[0].eq(rd_cqe)]
         _bundle_out(m, "cqe", lay.cqe_bundle, cqe_q, self.m_cqe, n_slots)
@@ -1944,7 +1880,7 @@ class Rx(wiring.Component):
         m.d.comb += [atom_w.mark.eq(s6_mark), atom_w.pmark.eq(s6_pmark)]
         # the output register: the head bundle's items one by one once its captures are done,
         # each loaded with its operand row's read
-        a_head = data.View(lay.atom_bundle, _bundle_of_word(lay.atom_bundle, atom_q.r_data))
+        a_head = data.View(lay.atom_bundle, atom_q.r_data)
         a_sel = Signal(range(n_slots), name="atom_sel")
         a_entry = Signal(lay.atom_entry)
         a_at, a_last = _first_ok(m, "atom", a_head.ok, a_sel, n_slots)

@@ -28,8 +28,7 @@ def block(name):
     if name == "atom":
         return half.atom
     lay = half.rx.lay
-    from metaroce.hdl.rx import _bundle_width         # MR-RX-319: the words the RX's queues hold
-    width = {"cqe_q": _bundle_width(lay.cqe_bundle), "rsp_q": _bundle_width(lay.rsp_bundle)}[name]
+    width = {"cqe_q": lay.cqe_bundle.size, "rsp_q": lay.rsp_bundle.size}[name]
     return HeadRegFIFO(width=width, depth=FIFO_DEPTH, block=True)
 
 
