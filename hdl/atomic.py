@@ -38,11 +38,13 @@ def axi4_signature(width, id_width=4, addr_width=64):
 class AtomicExec(wiring.Component):
     """MR-ENG-158..165, MR-ENG-216..: the atomic executor (module docstring)."""
 
-    def __init__(self, width, atom_layout, rsp_layout, slots=RESULT_SLOTS):
+    def __init__(self, width, atom_layout, rsp_layout, slots=RESULT_SLOTS, carry_chain=None):
         if width < 64 or slots < 1 or slots & (slots - 1):
             self._MustUse__silence = True
             raise ValueError(f"width {width} and slots {slots}: width >= 64, slots a power of two")
         self.width, self.slots = width, slots
+        # hw-rx.md MR-RX-317: the adds' form: None, the platform's (`carry_chain`); True or False forced
+        self.carry_chain = carry_chain
         super().__init__({
             "s_atom": In(stream.Signature(atom_layout)),
             "m_rsp": Out(stream.Signature(rsp_layout)),
@@ -69,7 +71,9 @@ class AtomicExec(wiring.Component):
         taken, done = Signal(CNT_BITS), Signal(CNT_BITS)
         hold = Signal()
         ax, s, o = self.m_axi, self.s_atom, self.m_rsp
-        ar = _Arith(m, carry_chain=False)
+        # hw-rx.md MR-RX-317: the target's carry chain where it has one (the ECP5 build), else
+        # MR-ENG-224's prefix adders (the generic flow's depth)
+        ar = _Arith(m, getattr(platform, "carry_chain", False) if self.carry_chain is None else self.carry_chain)
 
         # MR-ENG-161, MR-ENG-224: the result row's address, a register of the item and the base
         rb = (self.slots - 1).bit_length()

@@ -215,9 +215,12 @@ class Regs(wiring.Component):
                 with m.If(execute & sel & w_strb[0] & w_data[0]):
                     m.d.sync += pace_set_time.eq(w_data[1])
             else:
+                # hw-rx.md MR-RX-315: each byte its own enable (its strobe), so a bit's D is the held
+                # write data, not a mask mux over the register's own value (a LUT4 a bit)
                 st = store[r.name]
-                with m.If(execute & sel):
-                    m.d.sync += st.eq((st & ~mask[:r.width]) | (w_data[:r.width] & mask[:r.width]))
+                for lo in range(0, r.width, 8):
+                    with m.If(execute & sel & w_strb[lo // 8]):
+                        m.d.sync += st[lo:lo + 8].eq(w_data[lo:min(lo + 8, r.width)])
         m.d.comb += emit_global.eq(Cat(aw_hot[k] for k, r in enumerate(writable) if r.kind == "global").any())
         wr_err = aw_miss
         wr_resp = Mux(aw_miss | wr_commit_err, SLVERR, OKAY)

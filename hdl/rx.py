@@ -107,11 +107,17 @@ def _popcount_sum(values):
     return values[0]
 
 
-def _add_prefix(a, b, carry_in=0):
+def _add_prefix(a, b, carry_in=0, chain=False):
     """``a + b + carry_in`` (``len(a) + 1`` bits, ``carry_in`` 0 or 1) with a Kogge-Stone carry
     tree instead of a ripple chain: log2(n) prefix steps, 5 LUT levels at 16 bits where the
-    generic flow's ripple adder takes 7 (MR-RX-046)."""
+    generic flow's ripple adder takes 7 (MR-RX-046). MR-RX-316: with ``chain`` (a target with a
+    carry chain: the ECP5's CCU2C, ``platform.carry_chain``) a plain ``+``, one chain of
+    ``len(a) + 1`` bits (the carry in as a low bit of 1 in both operands): the same function."""
     n = len(a)
+    if chain:
+        if carry_in:
+            return (Cat(Const(1, 1), a.as_unsigned()) + Cat(Const(1, 1), b[:n].as_unsigned()))[1:n + 2]
+        return (a.as_unsigned() + b[:n].as_unsigned())[:n + 1]
     g = [a[i] & b[i] for i in range(n)]
     p = [a[i] ^ b[i] for i in range(n)]
     if carry_in:
@@ -198,7 +204,7 @@ def _rotate_right_dsp(m, value, amount, *, name):
 LIMB = 16
 
 
-def _address_limbs(m, base, va, offset):
+def _address_limbs(m, base, va, offset, chain=False):
     """MR-RX-046, first half (S1): ``base + va + offset`` as a carry-save pair (one LUT level),
     then each 16-bit limb of that pair summed on its own for a carry in of 0 and of 1 (carry
     select): per limb ``Cat(sum0, sum1)``, each 17 bits with its carry out; S2 picks one by the
@@ -209,7 +215,8 @@ def _address_limbs(m, base, va, offset):
     off = offset.as_unsigned()
     x, y = Signal(64, name="addr_sum"), Signal(64, name="addr_carry")
     m.d.comb += [x.eq(base ^ va ^ off), y.eq(Cat(Const(0, 1), ((base & va) | (base & off) | (va & off))[:63]))]
-    return [Cat(_add_prefix(x[k:k + LIMB], y[k:k + LIMB]), _add_prefix(x[k:k + LIMB], y[k:k + LIMB], carry_in=1))
+    return [Cat(_add_prefix(x[k:k + LIMB], y[k:k + LIMB], chain=chain),
+                _add_prefix(x[k:k + LIMB], y[k:k + LIMB], carry_in=1, chain=chain))
             for k in range(0, 64, LIMB)]
 
 
@@ -447,7 +454,7 @@ def _piece_counter(m, name, nbits, inc, piece=COUNTER_PIECE):
     return count, ones
 
 
-def _wide_inc_counter(m, name, nbits, inc, piece=COUNTER_PIECE):
+def _wide_inc_counter(m, name, nbits, inc, piece=COUNTER_PIECE, chain=False):
     """An ``nbits`` counter adding ``inc`` (at most ``piece`` bits) every cycle (MR-RX-047):
     the low piece adds it with a prefix adder; its carry is registered and counted into the
     upper pieces (:func:`_piece_counter`) in the next cycle. The value read adds the carry
@@ -455,7 +462,7 @@ def _wide_inc_counter(m, name, nbits, inc, piece=COUNTER_PIECE):
     every increment of the cycles before."""
     low = Signal(piece, name=f"{name}_low")
     carry = Signal(name=f"{name}_carry")
-    total = _add_prefix(low, Cat(inc, Const(0, piece))[:piece])
+    total = _add_prefix(low, Cat(inc, Const(0, piece))[:piece], chain=chain)
     m.d.sync += [low.eq(total[:piece]), carry.eq(total[piece])]
     high, ones = _piece_counter(m, f"{name}_high", nbits - piece, carry, piece)
     parts = [low]
@@ -527,13 +534,15 @@ class Rx(wiring.Component):
     def __init__(self, width=512, *, conns=4096, paths=8, keys=1024, msg_slots=MSG_SLOTS,
                  chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS, rd_slots=RD_SLOTS, streams=records.STREAMS,
                  collision_x=COLLISION_X_TABLES, poison=False, slot_nak=True, max_rd_atomic=None,
-                 cfg_sack=True):
+                 cfg_sack=True, carry_chain=None):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         # MR-RX-188: the responder resources need the slot verdict (a fresh slot is a verdict's)
         if max_rd_atomic is not None and (not slot_nak or not 1 <= max_rd_atomic <= 255):
             raise ValueError("max_rd_atomic is 1..255, with slot_nak")
         self.max_rd_atomic = max_rd_atomic
+        # MR-RX-316: the adders' form: None, the platform's (`carry_chain`); True or False forced
+        self.carry_chain = carry_chain
         # MR-RX-240: off, a configuration write of a path row clears its SACK ring (the field
         # is not read), and the ring rotator that places it in the ring is not built
         self.cfg_sack = bool(cfg_sack)
@@ -565,6 +574,12 @@ class Rx(wiring.Component):
         m = Module()
         lay = self.lay
         cb, pb, kb = lay.conn_bits, lay.path_bits, lay.key_bits
+        # MR-RX-316: the adders as the target's carry chain where it has one (the ECP5 build's
+        # platform), else MR-RX-046's prefix trees (the generic flow, the simulators)
+        chain = getattr(platform, "carry_chain", False) if self.carry_chain is None else self.carry_chain
+
+        def add(a, b, carry_in=0):
+            return _add_prefix(a, b, carry_in, chain=chain)
         row_bits = cb + pb
 
         def table(name, shape, depth, comb_port=None):
@@ -808,13 +823,13 @@ class Rx(wiring.Component):
         limb_sums = data.StructLayout({"lo": LIMB + 1, "hi0": LIMB + 1, "hi1": LIMB + 1, "ref": 32})
         s1_end, s1_bnd = Signal(limb_sums), Signal(limb_sums)
         m.d.comb += [
-            s1_end.lo.eq(_add_prefix(mrdh.offset[:LIMB], plen)), s1_end.hi0.eq(mrdh.offset[LIMB:32]),
-            s1_end.hi1.eq(_add_prefix(mrdh.offset[LIMB:32], Const(1, LIMB))), s1_end.ref.eq(mrdh.msg_len),
+            s1_end.lo.eq(add(mrdh.offset[:LIMB], plen)), s1_end.hi0.eq(mrdh.offset[LIMB:32]),
+            s1_end.hi1.eq(add(mrdh.offset[LIMB:32], Const(1, LIMB))), s1_end.ref.eq(mrdh.msg_len),
             # the RETH's DMA length: a READ request's range (MR-RX-128); a write's equals
             # msg_len whenever the bounds decide (LENGTH comes first)
-            s1_bnd.lo.eq(_add_prefix(reth.va[:LIMB], reth.dma_len[:LIMB])),
-            s1_bnd.hi0.eq(_add_prefix(reth.va[LIMB:32], reth.dma_len[LIMB:32])),
-            s1_bnd.hi1.eq(_add_prefix(reth.va[LIMB:32], reth.dma_len[LIMB:32], carry_in=1)),
+            s1_bnd.lo.eq(add(reth.va[:LIMB], reth.dma_len[:LIMB])),
+            s1_bnd.hi0.eq(add(reth.va[LIMB:32], reth.dma_len[LIMB:32])),
+            s1_bnd.hi1.eq(add(reth.va[LIMB:32], reth.dma_len[LIMB:32], carry_in=1)),
             s1_bnd.ref.eq(key.length),
         ]
         # MR-RX-102: msg_len against the receive's length (compared in S2/S3 as the bounds);
@@ -824,9 +839,9 @@ class Rx(wiring.Component):
         s1_rdiff = Signal(limb_sums)
         m.d.comb += [
             s1_rlen.lo.eq(mrdh.msg_len[:LIMB]), s1_rlen.hi0.eq(mrdh.msg_len[LIMB:32]), s1_rlen.ref.eq(recv.length),
-            s1_rdiff.lo.eq(_add_prefix(ord_a[:LIMB], ord_b[:LIMB], carry_in=1)),
-            s1_rdiff.hi0.eq(_add_prefix(ord_a[LIMB:], ord_b[LIMB:])),
-            s1_rdiff.hi1.eq(_add_prefix(ord_a[LIMB:], ord_b[LIMB:], carry_in=1)),
+            s1_rdiff.lo.eq(add(ord_a[:LIMB], ord_b[:LIMB], carry_in=1)),
+            s1_rdiff.hi0.eq(add(ord_a[LIMB:], ord_b[LIMB:])),
+            s1_rdiff.hi1.eq(add(ord_a[LIMB:], ord_b[LIMB:], carry_in=1)),
         ]
 
         s2_carry, s2_flags = Signal(carry), Signal(flags)
@@ -845,7 +860,7 @@ class Rx(wiring.Component):
                     (recv.base & is_send.replicate(64)) | (rd.base & is_read.replicate(64))
                     | (key.base & (is_write | is_rreq | is_atom).replicate(64)),
                     reth.va & (is_write | is_rreq | is_atom).replicate(64),
-                    mrdh.offset))],
+                    mrdh.offset, chain))],
             ]
 
         # -- S2: the limbs' compares; the placement address's limb carries (MR-RX-046)
@@ -1546,7 +1561,7 @@ class Rx(wiring.Component):
             m_new = m_in_slots & ~m_mismatch & chunk_new
             m_placed = Signal(32, name=f"{pfx}_placed")
             # MR-RX-124: a prefix adder, as the row's write data and forward follow it
-            m.d.comb += m_placed.eq(_add_prefix(Mux(m_fresh, 0, slot.placed), Cat(mc.plen, Const(0, 16)))[:32])
+            m.d.comb += m_placed.eq(add(Mux(m_fresh, 0, slot.placed), Cat(mc.plen, Const(0, 16)))[:32])
             m_done = Signal(name=f"{pfx}_done")     # the record's message is complete with this chunk
             m.d.comb += m_done.eq(Mux(m_fresh, 0, slot.placed) == m_rest if done_of is None else done_of(m_fresh))
             if given is not None:
@@ -1746,7 +1761,7 @@ class Rx(wiring.Component):
         r_new = ~s5_stale & ~rstate.done & (~r_entry[EPOCH_BITS] | (r_entry[:EPOCH_BITS] == epoch_prev))
         r_done = rstate.placed == m_rest
         m.d.comb += [nstate.done.eq(r_done),     # MR-RX-124: a prefix adder, as the message row's
-                     nstate.placed.eq(_add_prefix(rstate.placed, Cat(mc.plen, Const(0, 16)))[:32])]
+                     nstate.placed.eq(add(rstate.placed, Cat(mc.plen, Const(0, 16)))[:32])]
         for j in range(ring_n):
             m.d.comb += nstate.ring[j * ent_w:(j + 1) * ent_w].eq(
                 Mux(m_pos == j, Cat(m_epoch, Const(1, 1)), rstate.ring[j * ent_w:(j + 1) * ent_w]))
@@ -1935,10 +1950,10 @@ class Rx(wiring.Component):
         for i, inc in ((CTR_ACKS, s5_ack), (CTR_NAKS, s5_nak), (CTR_CE, s5_ce)):
             values[i] = _piece_counter(m, f"ctr{i}", COUNTER_BITS, push & inc)[0]
         for i, inc in ((CTR_ABANDONED, s5_abandoned), (CTR_PLACED_BYTES, s5_placed)):
-            values[i] = _wide_inc_counter(m, f"ctr{i}", COUNTER_BITS, Mux(push, inc, 0))
+            values[i] = _wide_inc_counter(m, f"ctr{i}", COUNTER_BITS, Mux(push, inc, 0), chain=chain)
         # MR-RX-083: the message stage's counters
         values[CTR_CQES] = _wide_inc_counter(m, f"ctr{CTR_CQES}", COUNTER_BITS,
-                                             Mux(m_step & m_new, n_rec, Mux(r_cqe, 1, 0)))
+                                             Mux(m_step & m_new, n_rec, Mux(r_cqe, 1, 0)), chain=chain)
         values[CTR_DUP_CHUNKS] = _piece_counter(m, f"ctr{CTR_DUP_CHUNKS}", COUNTER_BITS,
                                                 (m_step & m_dup) | (r_step & ~r_new))[0]
         # MR-RX-167/168: the chunks the message table refused, NAKed in S4 (none reaches S5 accepted)

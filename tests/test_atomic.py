@@ -51,12 +51,13 @@ def test_atomic_negative_controls():
         ac.check(drv, exp)
 
 
-@pytest.mark.parametrize("width", [64, 128])
-def test_atomic_lockstep_amaranth(width):
+@pytest.mark.parametrize("width,chain", [(64, None), (128, None), (64, True)])
+def test_atomic_lockstep_amaranth(width, chain):
     """MR-ENG-166, MR-ENG-219, MR-ENG-224, MR-ENG-226: ``AtomicExec`` in lockstep with
     ``AtomicExecModel`` on every port (the counters' ``reg_data`` at random selects among them),
     random backpressure, idle items, memory latency and stuck placements after the items' marks:
-    0 mismatches, the oracle's results."""
+    0 mismatches, the oracle's results. hw-rx.md MR-RX-317 (``chain``): the adds as the ECP5
+    build elaborates them (its platform's carry chain: plain ``+``), the same cycles."""
     conns = 4
     lay = layouts(conns=conns)
     import random
@@ -70,6 +71,6 @@ def test_atomic_lockstep_amaranth(width):
     model = AtomicExecModel(width, lay.atom, lay.rsp)
     drv = ac.Driver(width, conns, items, wl, rbase, seed=4, image=init, p_place=0.4, p_stuck=0.3)
     drv.hold_now = lambda: model.hold
-    core = run_amaranth(AtomicExec(width, lay.atom, lay.rsp), model, drv)
+    core = run_amaranth(AtomicExec(width, lay.atom, lay.rsp, carry_chain=chain), model, drv)
     assert core.mismatches == 0
     assert ac.check(drv, ac.oracle(items, init, BASE, rbase)) >= 20 and drv.stuck > 0

@@ -53,8 +53,9 @@ def test_parameters_follow_the_rx_instance():
 @pytest.mark.parametrize("shape", ["none", "both", "bp"])
 def test_map_walk_and_counters(shape):
     """MR-REG-004, MR-REG-010/011/012, MR-REG-020..024, MR-REG-030/031/032, MR-REG-040..043: every register at reset, writes with
-    strobes and read-back, SLVERR cases and the ERROR bits, commits, counter pairs; with idle
-    cycles and backpressure on every channel."""
+    strobes and read-back (hw-rx.md MR-RX-315: each byte loaded by its own strobe), SLVERR cases
+    and the ERROR bits, commits, counter pairs; with idle cycles and backpressure on every
+    channel."""
     rm = register_map(layouts(*SMALL))
     rng = random.Random(4)
     items = rc.map_walk(rm, rng) + rc.counter_reads(rm, rng)

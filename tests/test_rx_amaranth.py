@@ -39,7 +39,7 @@ def run_rx(asim, model, drv, *, on_cycle=None):
 
 
 def run_lockstep(width, setup, cases, *, seed=0, check=True, on_cycle=None, collision_x=COLLISION_X_TABLES,
-                 share=True, slot_nak=True, max_rd_atomic=None, **kw):
+                 share=True, slot_nak=True, max_rd_atomic=None, carry_chain=None, **kw):
     """RTL and model on the same inputs, every output compared every cycle; returns the
     driver's results (MR-RX-070). MR-RX-119: the tables in ``collision_x`` (MR-FLOW-028's
     attribute) return inverted data from a read that met a write of its row (the RTL's
@@ -51,6 +51,8 @@ def run_lockstep(width, setup, cases, *, seed=0, check=True, on_cycle=None, coll
         collision_x = frozenset(collision_x) | {"rsc"}      # MR-RX-189: poisoned too
     params = dict(conns=lay.conns, paths=lay.paths, keys=lay.keys, streams=lay.streams,
                   collision_x=frozenset(collision_x), poison=True, slot_nak=slot_nak, max_rd_atomic=max_rd_atomic)
+    if carry_chain is not None:
+        params["carry_chain"] = carry_chain         # MR-RX-316: the adders' form forced
     # one simulation per design in a worker, reset between runs (elaborating and compiling the
     # RX takes longer than most of these runs)
     if share:
@@ -183,6 +185,17 @@ def test_random_traffic(seed):
     run_lockstep(64 if seed % 2 else 256, s, cases, seed=seed, p_idle=0.2, p_bp=0.4)
 
 
+@pytest.mark.slow
+def test_random_traffic_carry_chain():
+    """MR-RX-316, MR-RX-318: the RX with its adders as the ECP5 build elaborates them (the platform's carry
+    chain: plain ``+`` for MR-RX-046's limbs, the bounds' and order's limb sums, the placed
+    bytes and the wide counters' low pieces) in lockstep with the model on the random mix of
+    ``test_random_traffic`` with SENDs, READs and atomics: 0 mismatches, the same cycles."""
+    s = rc.Setup(*SMALL, seed=1)
+    cases = rc.within_slots(s, rc.random_traffic(s, 150))
+    run_lockstep(64, s, cases, seed=1, p_idle=0.2, p_bp=0.4, carry_chain=True, share=False)
+
+
 def test_config_races_pipeline():
     """MR-RX-042, MR-RX-061: configuration writes offered while records are in flight (path
     rows rewritten under the pipeline) still match the model cycle by cycle."""
@@ -262,17 +275,18 @@ def test_message_table():
     assert res["collided"]["msg"] > 0       # MR-RX-119: poisoned, unused
 
 
-def test_placement_address_limbs():
+@pytest.mark.parametrize("chain", [False, True])
+def test_placement_address_limbs(chain):
     """MR-RX-046: the placement address split into a carry-save pair and 16-bit limbs summed
     for a carry in of 0 and of 1 (S1), one of each chosen by the carry from below in S2, equals ``base + va + offset`` modulo 2^64, including
-    carries that cross every limb."""
+    carries that cross every limb. MR-RX-316 (``chain``): the limbs' sums as plain adds."""
     import random
     from amaranth.hdl import Signal
     from metaroce.hdl.rx import _address_limbs, _address_resolve
     base, va, offset = Signal(64), Signal(64), Signal(32)
     m = Module()
     out = Signal(64)
-    m.d.comb += out.eq(_address_resolve(_address_limbs(m, base, va, offset)))
+    m.d.comb += out.eq(_address_resolve(_address_limbs(m, base, va, offset, chain=chain)))
     rng = random.Random(5)
     full = (1 << 64) - 1
     values = [(full, 1, 0), (full, 0, 1), (full - 5, 3, 2), (0, full, (1 << 32) - 1),
@@ -291,13 +305,49 @@ def test_placement_address_limbs():
     sim.run()
 
 
-@pytest.mark.parametrize("wide", [False, True, "small"])
+def test_add_prefix_forms_equal():
+    """MR-RX-316: ``_add_prefix``'s two forms (MR-RX-046's prefix tree; with ``chain`` a plain
+    add, the ECP5 build's carry chain) give ``a + b + carry_in`` with its carry out, for carry
+    ins 0 and 1, at 16 and 32 bits (the RX's adders), on the edge values and random ones."""
+    import random
+    from amaranth.hdl import Signal
+    from metaroce.hdl.rx import _add_prefix
+    m = Module()
+    cases = []
+    for n in (16, 32):
+        a, b = Signal(n, name=f"a{n}"), Signal(n, name=f"b{n}")
+        outs = {}
+        for ci in (0, 1):
+            for chain in (False, True):
+                o = Signal(n + 1, name=f"o{n}_{ci}_{int(chain)}")
+                m.d.comb += o.eq(_add_prefix(a, b, ci, chain=chain))
+                outs[ci, chain] = o
+        cases.append((n, a, b, outs))
+    rng = random.Random(7)
+    sim = Simulator(m)
+
+    async def bench(ctx):
+        for n, a, b, outs in cases:
+            full = (1 << n) - 1
+            pairs = [(0, 0), (full, 0), (full, 1), (full, full), (1 << (n - 1), 1 << (n - 1))]
+            pairs += [(rng.getrandbits(n), rng.getrandbits(n)) for _ in range(300)]
+            for x, y in pairs:
+                ctx.set(a, x)
+                ctx.set(b, y)
+                for (ci, chain), o in outs.items():
+                    assert ctx.get(o) == x + y + ci, (n, x, y, ci, chain)
+
+    sim.add_testbench(bench)
+    sim.run()
+
+
+@pytest.mark.parametrize("wide", [False, True, "small", "chain"])
 def test_piece_counters(wide):
     """MR-RX-047: the counters without a carry chain (small pieces here, so that carries cross
     every piece and the counter wraps) read, every cycle, the sum of every increment of the
     cycles before, modulo 2^bits. MR-RX-123 ("small"): a wide-increment counter whose
     increment is narrower than its low piece (the completion counter's 3 bits) adds it with
-    the same prefix adder."""
+    the same prefix adder. MR-RX-316 ("chain"): the wide increment's low piece a plain add."""
     import random
     from amaranth.hdl import Signal
     from metaroce.hdl.rx import _piece_counter, _wide_inc_counter
@@ -305,7 +355,7 @@ def test_piece_counters(wide):
     m = Module()
     inc = Signal(3 if wide == "small" else piece if wide else 1)
     if wide:
-        value = _wide_inc_counter(m, "c", bits, inc, piece)
+        value = _wide_inc_counter(m, "c", bits, inc, piece, chain=wide == "chain")
     else:
         value = _piece_counter(m, "c", bits, inc, piece)[0]
     out = Signal(bits)
