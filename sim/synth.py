@@ -40,7 +40,7 @@ from pathlib import Path
 
 __all__ = ["SynthError", "Counts", "SynthReport", "count_cells", "parse_stat_json",
            "LevelsReport", "levels_script", "parse_ltp", "analyse_levels", "lut_levels",
-           "synth_script", "synthesize", "default_work_root", "yosys_command",
+           "synth_script", "synthesize", "synth_key", "READERS", "default_work_root", "yosys_command",
            "drop_zero_memory_init"]
 
 #: Bump when the script or the report format changes (part of the cache key).
@@ -375,10 +375,7 @@ def synthesize(verilog: str, top: str, *, family: str = "xcup",
     script = synth_script(top, family)
     cmd = yosys_command()
     reader = _reader(lang)
-    # MR-FLOW-048: the reader joins the key only when it is not the Verilog one (old keys stay)
-    ident = [_SCHEMA, verilog, script, _package_version()] + ([reader] if lang != "verilog" else [])
-    key = hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:20]
-    work = root / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', top)}-{key}"
+    work = root / synth_key(verilog, top, family, lang)
     report_file = work / "report.json"
     if use_cache and report_file.is_file():
         try:
@@ -406,6 +403,18 @@ def synthesize(verilog: str, top: str, *, family: str = "xcup",
     rep.yosys = _yosys_version(cmd)
     report_file.write_text(json.dumps(rep.to_json(), indent=1))
     return rep
+
+
+def synth_key(text: str, top: str, family: str = "xcup", lang: str = "verilog") -> str:
+    """The name of :func:`synthesize`'s work directory (its cache entry): the top and a hash of
+    the design text, the script and the Yosys version; MR-FLOW-048: and of the reader when it
+    is not the Verilog one (so Verilog results keep their entries, and an RTLIL text is never
+    taken for a Verilog one's)."""
+    ident = [_SCHEMA, text, synth_script(top, family), _package_version()]
+    if lang != "verilog":
+        ident.append(_reader(lang))
+    key = hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:20]
+    return f"{re.sub(r'[^A-Za-z0-9_.-]', '_', top)}-{key}"
 
 
 def _package_version() -> str:
