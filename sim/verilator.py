@@ -81,6 +81,7 @@ __all__ = [
     "find_verilator",
     "ensure_verilator_env",
     "generate_verilog",
+    "generate_rtlil",
     "default_build_root",
     "fst_support_problem",
     "build",
@@ -395,6 +396,25 @@ def generate_verilog(design: Any, name: str = "top", ports: Any = None, *,
             raise TypeError(f"{e}: pass ports=... for designs that are not "
                             "lib.wiring.Component") from e
         raise
+
+
+def generate_rtlil(design: Any, name: str = "top", ports: Any = None, *,
+                   parameters: Mapping[str, Any] | None = None,
+                   emit_src: bool = False, platform: Any = None,
+                   drop_zero_init: bool = False) -> str:
+    """Amaranth's RTLIL text of ``design`` (the arguments as :func:`generate_verilog`'s), the
+    text :func:`generate_verilog` gives its builtin Yosys: for synthesis, read with
+    ``read_rtlil`` (MR-FLOW-048: one ``$meminit_v2`` constant per memory, where Yosys' Verilog
+    frontend elaborates an ``initial`` block row by row)."""
+    from amaranth.back import rtlil
+    from .meminit import fast_meminit
+
+    elaboratable = _instantiate(design, parameters)
+    kwargs: dict[str, Any] = {"name": name, "emit_src": emit_src, "platform": platform}
+    if ports is not None:
+        kwargs["ports"] = ports
+    with fast_meminit(drop_zero=drop_zero_init):
+        return rtlil.convert(elaboratable, **kwargs)
 
 
 _CONST_ALWAYS_RE = re.compile(r"^([ \t]*)always @\*\n[ \t]*([^\n=;]+?) = ([^\n;]+);$", re.M)

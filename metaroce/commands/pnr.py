@@ -40,14 +40,18 @@ def add_arguments(p):
     p.add_argument("--exact", action="store_true",
                    help="place the block named even where it names a smaller ECP5 instance "
                         "(rx places rx_256x4 unless --exact)")
+    p.add_argument("--reader", choices=("verilog", "rtlil"), default="verilog",
+                   help="what Yosys reads: the synthesis Verilog (default) or Amaranth's RTLIL "
+                        "(MR-FLOW-048: for blocks with large initialised memories)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def report(blk, width, *, freq=250.0, seed=1, out=None, router="router1", stop_after="",
-           timeout=DEFAULT_TIMEOUT_S, placer="heap"):
-    """Place and route ``blk`` at ``width``; return the ``--json`` object."""
+           timeout=DEFAULT_TIMEOUT_S, placer="heap", reader="verilog"):
+    """Place and route ``blk`` at ``width``; return the ``--json`` object. ``reader`` "rtlil":
+    Yosys reads Amaranth's RTLIL (MR-FLOW-048)."""
     from ..cli import CliError
-    from .verilog import make_verilog
+    from .verilog import make_rtlil, make_verilog
     from metaroce.sim import pnr
     if not freq > 0:
         raise CliError(f"--freq must be a positive number of MHz, not {freq:g}")
@@ -58,11 +62,14 @@ def report(blk, width, *, freq=250.0, seed=1, out=None, router="router1", stop_a
     if placer not in pnr.PLACERS:
         raise CliError(f"unknown placer {placer!r} (known: {', '.join(pnr.PLACERS)})")
     check_timeout(timeout)
-    text = make_verilog(blk, width, for_synthesis=True, platform=pnr.ECP5)
+    if reader == "rtlil":
+        text = make_rtlil(blk, width, platform=pnr.ECP5)
+    else:
+        text = make_verilog(blk, width, for_synthesis=True, platform=pnr.ECP5)
     try:
         rep = pnr.place_and_route(text, blk.name, freq_mhz=freq, seed=seed, keep_dir=out,
                                   router=router, stop_after=stop_after, timeout=timeout,
-                                  placer=placer)
+                                  placer=placer, lang=reader)
     except pnr.PnrError as e:
         raise CliError(str(e)) from None
     return {"block": blk.name, "width": width, "device": rep.device,
@@ -71,7 +78,7 @@ def report(blk, width, *, freq=250.0, seed=1, out=None, router="router1", stop_a
             "placed_estimate_mhz": rep.placed_estimate_mhz, "stopped_after": stop_after or None,
             "luts": rep.luts, "ffs": rep.ffs, "brams": rep.brams, "lutram_luts": rep.lutram,
             "carry_luts": rep.carry_luts, "slices_comb": rep.slices_comb, "seed": seed,
-            "router": router, "placer": placer, "timeout_s": timeout,
+            "router": router, "placer": placer, "timeout_s": timeout, "reader": reader,
             "clocks": rep.clocks, "critical_path": rep.critical_path,
             "flow": (f"synth_ecp5 -top {blk.name} -noiopad (MR-FLOW-026's memory policy between "
                      f"its halves); nextpnr-ecp5 --85k --speed 8 "
@@ -96,7 +103,8 @@ def placed_block(args):
 def run(args):
     blk = placed_block(args)
     out = report(blk, args.width, freq=args.freq, seed=args.seed, out=args.out, router=args.router,
-                 stop_after=args.stop_after, timeout=args.timeout, placer=args.placer)
+                 stop_after=args.stop_after, timeout=args.timeout, placer=args.placer,
+                 reader=args.reader)
     if args.json:
         print(json.dumps(out))
         return 0

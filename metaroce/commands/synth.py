@@ -12,17 +12,24 @@ def add_arguments(p):
     p.add_argument("--width", type=int, default=512, help="datapath width in bits (default 512)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--no-cache", action="store_true", help="synthesize even if a cached result exists")
+    p.add_argument("--reader", choices=("rtlil", "verilog"), default="rtlil",
+                   help="what Yosys reads: Amaranth's RTLIL (default, MR-FLOW-048) or the "
+                        "Verilog `metaroce verilog` writes (without zero initialisers)")
 
 
-def report(blk, width, *, use_cache=True, with_levels=True):
+def report(blk, width, *, use_cache=True, with_levels=True, reader="rtlil"):
     """Synthesize ``blk`` at ``width``; return the ``--json`` object (without the LUT-levels
-    run and its fields if ``with_levels`` is false)."""
+    run and its fields if ``with_levels`` is false). ``reader`` "rtlil" (MR-FLOW-048) gives
+    Yosys Amaranth's RTLIL, "verilog" the synthesis Verilog (MR-FLOW-046)."""
     from ..cli import CliError
-    from .verilog import make_verilog
+    from .verilog import make_rtlil, make_verilog
     from metaroce.sim import synth
-    text = make_verilog(blk, width, for_synthesis=True)
+    if reader == "rtlil":
+        text = make_rtlil(blk, width)
+    else:
+        text = make_verilog(blk, width, for_synthesis=True)
     try:
-        rep = synth.synthesize(text, blk.name, use_cache=use_cache)
+        rep = synth.synthesize(text, blk.name, use_cache=use_cache, lang=reader)
     except synth.SynthError as e:
         raise CliError(str(e)) from None
     out = {"block": blk.name, "width": width, "luts": rep.luts, "ffs": rep.ffs,
@@ -47,7 +54,7 @@ def report(blk, width, *, use_cache=True, with_levels=True):
     levels = None
     if with_levels:
         try:
-            levels = synth.lut_levels(text, blk.name, use_cache=use_cache)
+            levels = synth.lut_levels(text, blk.name, use_cache=use_cache, lang=reader)
         except synth.SynthError as e:
             raise CliError(str(e)) from None
         out["lut_levels"] = levels.lut_levels
@@ -55,9 +62,10 @@ def report(blk, width, *, use_cache=True, with_levels=True):
                                    "reg_to_out": levels.reg_to_out, "in_to_out": levels.in_to_out,
                                    "ltp_all_paths": levels.ltp_length}
         out["lut_levels_path"] = levels.path
-        out["lut_levels_flow"] = "; ".join(synth.levels_script(blk.name).splitlines()[1:])
+        out["lut_levels_flow"] = "; ".join(synth.levels_script(blk.name, reader).splitlines()[1:])
     out["flow"] = ("synth_xilinx -family xcup -noiopad -run :map_luts; "
                    "abc -luts 2:2,3,6:5,10,20; clean; synth_xilinx -run finalize:")
+    out["reader"] = synth.READERS[reader].split()[0]
     out["yosys"] = rep.yosys
     out["seconds"] = round(rep.seconds + (levels.seconds if levels else 0.0), 2)
     out["cached"] = rep.cached and (levels.cached if levels else True)
@@ -67,7 +75,7 @@ def report(blk, width, *, use_cache=True, with_levels=True):
 def run(args):
     from .verilog import block_and_width
     blk = block_and_width(args)
-    out = report(blk, args.width, use_cache=not args.no_cache)
+    out = report(blk, args.width, use_cache=not args.no_cache, reader=args.reader)
     if args.json:
         print(json.dumps(out))
         return 0

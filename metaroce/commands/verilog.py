@@ -45,6 +45,19 @@ def make_verilog(blk, width, *, emit_src=False, for_synthesis=False, platform=No
     return text
 
 
+def make_rtlil(blk, width, *, platform=None):
+    """Amaranth's RTLIL text of ``blk`` at ``width`` for synthesis (MR-FLOW-048: read with
+    ``read_rtlil``), without the all-zero memory initialisers (MR-FLOW-046): the design
+    :func:`make_verilog` (``for_synthesis``) writes as Verilog."""
+    from ..cli import CliError
+    from metaroce.sim.verilator import generate_rtlil
+    try:
+        factory = blk.component_factory()
+    except (ImportError, AttributeError) as e:
+        raise CliError(f"block {blk.name!r} is not available: {e}") from None
+    return generate_rtlil(factory(width), blk.name, platform=platform, drop_zero_init=True)
+
+
 def run(args):
     from ..cli import CliError
     blk = block_and_width(args)
