@@ -147,7 +147,7 @@ BUDGET_SLOW = {
     # params0 and params3; the atomic unit at 64 bits), 31 CPU s
     "tests/test_cwnd_amaranth.py::test_lockstep_random[params1-60000-2-1]",
     "tests/test_cwnd_amaranth.py::test_lockstep_random[params2-30000-3-2]",
-    "tests/test_atomic.py::test_atomic_lockstep_amaranth[128]",
+    "tests/test_atomic.py::test_atomic_lockstep_amaranth[128-None]",
     # ... the pair drivers' equivalence with the single runs (the pair builds they drive run
     # with -m slow), the six runs of --mac (its refusal stays), MR-ENG-157's 24 READs (the
     # engine's READs stay in test_two_engines_model_reads and the model loopbacks), 61 CPU s
