@@ -37,7 +37,7 @@ from .wire import MrdhFlag, Op
 
 __all__ = ["templates", "traffic", "Driver", "run_model", "check", "frames_of_beats",
            "endpoint_frames", "endpoint_template", "endpoint_lossy", "endpoint_responses", "responses", "data_requests",
-           "expected_data_frames", "expected_data_errors", "late_fail_batch", "read_fails", "wr_status",
+           "expected_data_frames", "expected_data_errors", "late_fail_batch", "watch_late_fails", "read_fails", "wr_status",
            "check_counters", "DataDriver", "BenchDriver", "AckBurstDriver", "ack_record"]
 
 
@@ -1227,6 +1227,25 @@ def late_fail_batch(sem: TxSchedModel, params, lay, width, *, seed=1, n=20, ns_p
             drv.ns_per_cycle = ns_per_cycle
             return items, rsps, drv
     raise AssertionError("coverage_batches has a traffic batch")
+
+
+def watch_late_fails(sem: TxSchedModel, *, ignore_lap=False):
+    """MR-TXS-412: wrap the scheduler model ``sem``'s ``fail_targets`` (this instance's) to
+    record the read errors whose slot names a live entry of the other lap (a report of the
+    slot's previous message, ignored); returns that list. With ``ignore_lap`` such an error is
+    applied to the slot's entry whatever its lap (the wrong form of MR-TXS-412)."""
+    late, orig = [], sem.fail_targets
+
+    def fail_targets(fail=None, error=None):
+        if fail is not None:
+            e = sem.entry_of(fail["conn"], fail["slot"])
+            if e is not None and e["lap"] != fail["lap"]:
+                late.append(fail)
+                if ignore_lap:
+                    fail = dict(fail, lap=e["lap"])
+        return orig(fail, error)
+    sem.fail_targets = fail_targets
+    return late
 
 
 #: MR-TX-418: the windows batch's ACK delay (cycles): longer than 16 chunks take to leave at

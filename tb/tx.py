@@ -103,18 +103,9 @@ async def tx_late_fail(dut):
     live slot of the other lap (ignored)."""
     width = _width(dut)
     model, h = await _harness(dut, width)
-    sem = model.sched.sem
-    late, orig = [], sem.fail_targets
-
-    def fail_targets(fail=None, error=None):
-        if fail is not None:
-            e = sem.entry_of(fail["conn"], fail["slot"])
-            if e is not None and e["lap"] != fail["lap"]:
-                late.append(fail)
-        return orig(fail, error)
-    sem.fail_targets = fail_targets
+    late = xc.watch_late_fails(model.sched.sem)
     items, rsps, drv = xc.late_fail_batch(_sem(), SMALL, model.lay, width)
-    drv.sem = sem
+    drv.sem = model.sched.sem
     n = await drive(h, drv, busy=model.busy)
     summary = xc.check(_sem(), items, drv, rsps)
     out = os.environ.get("TX_OUT")

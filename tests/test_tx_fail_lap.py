@@ -6,7 +6,6 @@ scheduler's and data path's Amaranth locksteps (their failure drivers draw eithe
 import pytest
 
 from metaroce.models import tx_cases as xc
-from metaroce.models import tx_sched as ts
 from metaroce.models import tx_sched_cases as tc
 from metaroce.models.driver import run_alone
 from metaroce.models.tx import SMALL, TxCycleModel
@@ -35,47 +34,36 @@ def test_fail_names_the_entry_of_its_lap():
     assert e["wr_id"] == 1 and status == STATUS_LOC_PROT_ERR
 
 
-def _late_fail_run(monkeypatch, *, ignore_lap=False):
+def _late_fail_run(*, ignore_lap=False):
     """The TX model through :func:`tx_cases.late_fail_batch`; the failures whose slot names a
-    live entry of the other lap counted (``late``). With ``ignore_lap`` the scheduler's model
-    fails the slot's entry whatever the lap (the wrong form)."""
-    late = []
-    orig = ts.TxSchedModel.fail_targets
-
-    def fail_targets(self, fail=None, error=None):
-        if fail is not None:
-            e = self.entry_of(fail["conn"], fail["slot"])
-            if e is not None and e["lap"] != fail["lap"]:
-                late.append(fail)
-            if ignore_lap:
-                fail = dict(fail, lap=e["lap"] if e is not None else 0)
-        return orig(self, fail, error)
-
-    monkeypatch.setattr(ts.TxSchedModel, "fail_targets", fail_targets)
+    live entry of the other lap counted (``late``, :func:`tx_cases.watch_late_fails`). With
+    ``ignore_lap`` the scheduler's model fails the slot's entry whatever the lap (the wrong
+    form)."""
     width = 64
     model = TxCycleModel(width, **SMALL)
+    late = xc.watch_late_fails(model.sched.sem, ignore_lap=ignore_lap)
     items, rsps, drv = xc.late_fail_batch(_sem(), SMALL, model.lay, width)
     drv.sem = model.sched.sem
     run_alone(model, drv, busy=model.busy)
     return items, rsps, drv, late
 
 
-def test_late_read_error_is_ignored(monkeypatch):
+def test_late_read_error_is_ignored():
     """MR-TXS-412, MR-TX-451, MR-TX-452: at 200 ns a cycle (RTOs of 200 cycles) a read error
     comes after its message completed and its slot holds the stream's next message; it is
     ignored (the next message completes with status 0), and every probe's read fails as its
     packet's did. Before MR-TXS-412 work request 23 of this run completed LOC_PROT_ERR."""
-    items, rsps, drv, late = _late_fail_run(monkeypatch)
+    items, rsps, drv, late = _late_fail_run()
     assert late, "the run has a read error of a slot's previous message"
     s = xc.check(_sem(), items, drv, rsps)
     assert s["probes"] > 0
 
 
 @pytest.mark.slow
-def test_late_read_error_wrong_form_fails(monkeypatch):
+def test_late_read_error_wrong_form_fails():
     """MR-TXS-412 (negative control, ~5 CPU s): the failure applied to the slot's entry
     whatever its lap charges the read error to the next message: the checker's status fails."""
-    items, rsps, drv, late = _late_fail_run(monkeypatch, ignore_lap=True)
+    items, rsps, drv, late = _late_fail_run(ignore_lap=True)
     assert late
     with pytest.raises(AssertionError, match="status 4, want 0"):
         xc.check(_sem(), items, drv, rsps)
