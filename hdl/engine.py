@@ -749,6 +749,10 @@ class Engine(wiring.Component):
     configuration and writes from the register block's pacing window (hw-regs.md MR-REG-062..065),
     joined inside: the same ports.
 
+    ``interval`` (MR-ENG-299/300): the fewest cycles between two frames at the MAC, by default
+    ``records.frame_interval(width)`` (8 at 64 bits, 1 at 512); the blocks named in MR-ENG-300
+    take their inputs at most once every ``interval`` cycles.
+
     ``rows`` (MR-ENG-291, default off): the TX half's scheduler the row scheduler
     (``Tx(rows=True)``, its ``m_rd`` joined as the register scheduler's, MR-TX-333): the same
     ports; not with ``pacing`` (MR-TX-317).
@@ -757,8 +761,10 @@ class Engine(wiring.Component):
 
     def __init__(self, width=64, *, conns=2, paths=4, keys=256, rx_streams=RX_SMALL["streams"],
                  max_frame=9216, outstanding=32, cq_join=True, max_rd_atomic=records.RD_ATOMIC,
-                 pacing=False, rows=False, **tx_kw):
+                 pacing=False, rows=False, interval=None, **tx_kw):
         kw = engine_tx_params(tx_kw)
+        # MR-ENG-299/300: the frame interval its blocks may take (at 64 bits 8 cycles a frame)
+        self.interval = records.frame_interval(width) if interval is None else interval
         # MR-ENG-258: the TX half paced (Tx(pacing=True)), its pacer set through s_axil
         self.pacing = bool(pacing)
         # MR-ENG-291: the TX half's row scheduler (Tx(rows=True, rd_rows=True)), the same ports

@@ -24,12 +24,27 @@ written into an empty queue shows a cycle late.
 synchronous already, so no transparency is needed), its storage marked for block RAM: MR-FLOW-026
 leaves a memory narrower than 72 bits to Yosys, which takes LUT RAM for it.
 """
-from amaranth.hdl import Elaboratable, Module, Mux, Signal
+from amaranth.hdl import Const, Elaboratable, Module, Mux, Signal
 from amaranth.lib import memory, wiring
 from amaranth.lib.fifo import FIFOInterface
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["BufferedQueue", "HeadRegFIFO", "HeadRegQueue", "SyncQueue"]
+__all__ = ["BufferedQueue", "HeadRegFIFO", "HeadRegQueue", "SyncQueue", "interval_ready"]
+
+
+def interval_ready(m, interval, took, name="interval_wait"):
+    """MR-ENG-299: an input's gate, taken at most once every ``interval`` cycles: low in the
+    ``interval - 1`` cycles after a cycle whose ``took`` is high (``models.records.IntervalGate``
+    cycle for cycle). ``took`` is the input's ``valid & ready``, this gate in ``ready``: the
+    count is a register, so no loop. ``interval`` 1: a constant 1, no logic."""
+    if interval <= 1:
+        return Const(1)
+    wait = Signal(range(interval), name=name)
+    with m.If(took):
+        m.d.sync += wait.eq(interval - 1)
+    with m.Elif(wait != 0):
+        m.d.sync += wait.eq(wait - 1)
+    return wait == 0
 
 
 def _incr(ptr, depth):

@@ -838,10 +838,12 @@ class EngineModel:
 
     def __init__(self, width=64, conns=2, paths=4, keys=256, *, rx_streams=RX_SMALL["streams"], max_frame=9216,
                  outstanding=32, cq_join=True, max_rd_atomic=records.RD_ATOMIC, pacing=False,
-                 ack_first=True, rows=False, **tx_kw):
+                 ack_first=True, rows=False, interval=None, **tx_kw):
         from .tx import TxCycleModel
         kw = engine_tx_params(tx_kw)
         self.width = width
+        # MR-ENG-299/300: the frame interval, as Engine's
+        self.interval = records.frame_interval(width) if interval is None else interval
         # MR-ENG-291: the TX half's row scheduler (TxCycleModel(rows=True, rd_rows=True))
         self.rows = bool(rows)
         # MR-ENG-258: the TX half paced (TxCycleModel(pacing=True)), its pacer set through s_axil

@@ -38,6 +38,36 @@ RTX_POOL = 16384
 #: PSNs a path may have unresolved (MR-SEQ-006); the model's ring size per path.
 PATH_RING = P.SEND_WINDOW
 
+#: MR-ENG-299: the fewest bytes of a frame at the MAC (the 64-byte minimum less its FCS)
+MIN_FRAME_BYTES = 60
+
+
+def frame_interval(width):
+    """MR-ENG-299: the fewest cycles between two frames at ``width`` bits a beat, one beat a
+    cycle: a frame of :data:`MIN_FRAME_BYTES` is ``ceil(480 / width)`` beats (8 at 64 bits, 4
+    at 128, 2 at 256, 1 at 512)."""
+    return max(1, -(-MIN_FRAME_BYTES * 8 // width))
+
+
+class IntervalGate:
+    """MR-ENG-299: a block's input taken at most once every ``interval`` cycles: after a record
+    is taken at cycle t the input's ready is low in cycles t+1 .. t+interval-1 (``interval`` 1:
+    never low). The cycle models' form of ``hdl.queue.interval_ready``: :attr:`open` is this
+    cycle's gate, :meth:`step` ends the cycle with whether a record was taken."""
+
+    def __init__(self, interval):
+        assert interval >= 1
+        self.interval, self.wait = interval, 0
+
+    @property
+    def open(self):
+        return self.wait == 0
+
+    def step(self, took):
+        assert not (took and self.wait), "MR-ENG-299: taken while the gate was shut"
+        self.wait = self.interval - 1 if took else max(0, self.wait - 1)
+
+
 TIME_BITS = 32          # ns, wraps every 4.3 s, compared in a half space
 DUR_BITS = 24           # ns, up to 16.7 ms (rto_max is 1 ms)
 BYTES_BITS = 24         # bytes in flight / windows, up to 16 MiB
