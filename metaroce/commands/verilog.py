@@ -26,18 +26,23 @@ def block_and_width(args):
     return blk
 
 
+def _component(blk, width):
+    """``blk``'s component at ``width``; a block whose factory cannot be imported is a CLI error."""
+    from ..cli import CliError
+    try:
+        factory = blk.component_factory()
+    except (ImportError, AttributeError) as e:
+        raise CliError(f"block {blk.name!r} is not available: {e}") from None
+    return factory(width)
+
+
 def make_verilog(blk, width, *, emit_src=False, for_synthesis=False, platform=None):
     """Verilog text of ``blk`` at ``width`` (top module named after the block); with
     ``for_synthesis`` without the all-zero memory initialisers (MR-FLOW-011: not written at
     all, MR-FLOW-046); ``platform``
     is passed to every ``elaborate`` (``metaroce pnr``: :data:`metaroce.sim.pnr.ECP5`)."""
-    from ..cli import CliError
     from metaroce.sim.verilator import generate_verilog
-    try:
-        factory = blk.component_factory()
-    except (ImportError, AttributeError) as e:
-        raise CliError(f"block {blk.name!r} is not available: {e}") from None
-    text = generate_verilog(factory(width), blk.name, emit_src=emit_src, platform=platform,
+    text = generate_verilog(_component(blk, width), blk.name, emit_src=emit_src, platform=platform,
                             drop_zero_init=for_synthesis)
     if for_synthesis:
         from metaroce.sim.synth import drop_zero_memory_init
@@ -49,13 +54,8 @@ def make_rtlil(blk, width, *, platform=None):
     """Amaranth's RTLIL text of ``blk`` at ``width`` for synthesis (MR-FLOW-048: read with
     ``read_rtlil``), without the all-zero memory initialisers (MR-FLOW-046): the design
     :func:`make_verilog` (``for_synthesis``) writes as Verilog."""
-    from ..cli import CliError
     from metaroce.sim.verilator import generate_rtlil
-    try:
-        factory = blk.component_factory()
-    except (ImportError, AttributeError) as e:
-        raise CliError(f"block {blk.name!r} is not available: {e}") from None
-    return generate_rtlil(factory(width), blk.name, platform=platform, drop_zero_init=True)
+    return generate_rtlil(_component(blk, width), blk.name, platform=platform, drop_zero_init=True)
 
 
 def run(args):
