@@ -98,4 +98,4 @@ def test_rx_rtl_engine_interval():
     row = vl.run_one(b, "metaroce.tb.rx", "rx_interval", env, out_var="RX_INTERVAL_OUT")
     print(json.dumps(row))                  # the figures, with -rP
     assert row["mismatches"] == 0 and row["interval"] == 8 and row["burst_spacing"] == [8]
-    assert row["outcomes"]["ACCEPTED"] > 500 and row["timer_acks_equal"]
+    assert row["outcomes"]["ACCEPTED"] > 300 and row["timer_acks_equal"]
