@@ -545,7 +545,10 @@ class Rx(wiring.Component):
     """The RX engine's first slice (docs/spec/hw-rx.md). ``collision_x``: the tables with
     MR-FLOW-028's attribute (MR-RX-119; :data:`COLLISION_X_TABLES`); ``poison`` (simulation
     only): their reads that met a write of the row read return inverted data, flagged in
-    ``collided``."""
+    ``collided``. ``interval`` (MR-RX-319, hw-engine.md MR-ENG-299): the pipeline takes a
+    record, a timer's event or a configuration write at most once every ``interval`` cycles;
+    from :data:`ALONE_INTERVAL` on it is built without the forwards between entries (MR-RX-320,
+    ``alone``)."""
 
     def __init__(self, width=512, *, conns=4096, paths=8, keys=1024, msg_slots=MSG_SLOTS,
                  chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS, rd_slots=RD_SLOTS, streams=records.STREAMS,

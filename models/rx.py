@@ -980,7 +980,8 @@ class RxCycleModel:
     those rows and the MTU of this cycle), S2, S3, and S4 (the window stage,
     :meth:`RxModel.dynamic`) at t+5; S5 pushes its outputs into the queues and counts it at
     t+6. A slow window update holds S0..S5 and the input for :data:`HOLD_CYCLES` cycles after
-    its S4 cycle."""
+    its S4 cycle. MR-RX-319: with ``interval`` N a record, a timer's event or a configuration
+    write is taken at most once every N cycles (``records.IntervalGate``)."""
 
     def __init__(self, width=512, conns=records.CONNS, paths=records.PATHS, keys=1024,
                  msg_slots=MSG_SLOTS, chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS, rd_slots=RD_SLOTS,
