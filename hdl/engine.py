@@ -147,8 +147,10 @@ class EngineRx(wiring.Component):
     def __init__(self, width=512, *, conns=records.CONNS, paths=records.PATHS, keys=1024,
                  streams=records.STREAMS, chunk_ring=CHUNK_RING, max_frame=9216, outstanding=OUTSTANDING, mac_clock=False,
                  mac_fifo_depth=16, peer_acks=False, tx_counters=False, responses=False, rd_rows=False,
-                 atomics=False, max_rd_atomic=None, pacing=False, cfg_sack=True):
+                 atomics=False, max_rd_atomic=None, pacing=False, cfg_sack=True, interval=1):
         self.rd_rows = bool(rd_rows)
+        # MR-RX-319: the RX's frame interval (the whole engine's, MR-ENG-300)
+        self.interval = interval
         # MR-ENG-259: the register block's pacing window, its ports out (the whole engine's TX)
         self.pacing = bool(pacing)
         # MR-ENG-239: the RX's responder resources (hw-rx.md MR-RX-188), freed on s_cfg_eng
@@ -172,7 +174,7 @@ class EngineRx(wiring.Component):
                                ("pack", lambda: PayloadPack(width)),
                                ("rx", lambda: Rx(width, conns=conns, paths=paths, keys=keys, streams=streams,
                                                  chunk_ring=chunk_ring, max_rd_atomic=max_rd_atomic,
-                                                 cfg_sack=cfg_sack)),
+                                                 cfg_sack=cfg_sack, interval=interval)),
                                ("dma", lambda: DmaWrite(width, conns=conns, outstanding=outstanding)),
                                ("regs", lambda: Regs.for_rx(self.rx, parser=True, tx=self.tx_counters,
                                                             eng=self.responses, pacing=self.pacing)),
@@ -316,6 +318,16 @@ def _first_of_two(m, first, second, out):
     m.d.comb += [out.valid.eq(first.valid | second.valid),
                  out.payload.eq(Mux(first.valid, first.payload.as_value(), second.payload.as_value())),
                  first.ready.eq(out.ready), second.ready.eq(out.ready & ~first.valid)]
+
+
+def rx_of_engine(width=64, interval=None):
+    """MR-RX-321: the RX as ``Engine(width)`` builds it (2 connections x 4 paths, 256 keys, 4
+    streams, the chunk window, the responder bound, no SACK in path writes) at ``interval``
+    (default the width's frame interval, MR-ENG-299: 8 at 64 bits), for its lockstep alone."""
+    from ..models.engine import ENGINE_CHUNK_WINDOW
+    return Rx(width, conns=2, paths=4, keys=256, streams=RX_SMALL["streams"], chunk_ring=ENGINE_CHUNK_WINDOW,
+              max_rd_atomic=records.RD_ATOMIC, cfg_sack=ENGINE_CFG_SACK,
+              interval=records.frame_interval(width) if interval is None else interval)
 
 
 def engine_rx_256x4(width=512, **kw):
@@ -779,7 +791,7 @@ class Engine(wiring.Component):
                                 chunk_ring=kw["chunk_window"], max_frame=max_frame,
                                 outstanding=outstanding, peer_acks=True, tx_counters=True,
                                 responses=True, rd_rows=True, atomics=True, max_rd_atomic=max_rd_atomic,
-                                pacing=self.pacing, cfg_sack=ENGINE_CFG_SACK)
+                                pacing=self.pacing, cfg_sack=ENGINE_CFG_SACK, interval=self.interval)
         # MR-ENG-148: the scheduler's READs queued come out, for the rows the engine writes
         # MR-ENG-282: the TX half's one frame builder takes the ACK descriptors too
         self.tx = Tx(width, conns=conns, paths=paths, rd_rows=True, pacing=self.pacing, ack_desc=True,

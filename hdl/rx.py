@@ -53,7 +53,7 @@ from ..models.rx import (ACK_DELAY_RESET, GEN_BITS, TIME_BITS, TIMER_DEPTH, ACK_
 from ..models.wire import Op
 from .muxes import pick as _pick
 from .counters import counter_ram
-from .queue import HeadRegFIFO, SyncQueue
+from .queue import HeadRegFIFO, SyncQueue, interval_ready
 
 #: MR-RX-125: the hold cycle (the value of ``hold``) in which sl_row takes the slow record's
 #: new row from the path table's write register: H1, the hold's first cycle, the one cycle
@@ -66,6 +66,12 @@ assert RING_BITS == 1 << RING_LOG2 == P.SACK_BITS
 #: MR-RX-310: the hold's run vector, PSNs cum + 0 .. cum + 263: the ring's 256 (cum + 256 at
 #: the ring's bit of cum), a slide's arrival at cum + 257 and zeros to a whole group of 8
 RUN_BITS = RING_BITS + 8
+
+#: MR-RX-320: from this frame interval on the pipeline holds one entry at a time (a record, a
+#: timer's event, S0 .. S5 in six cycles; a configuration write beside it) and every row it reads
+#: is written before the read: the RX is generated without the forwards between entries
+#: (a test sets it to 1 for the negative control: the RTL without forwards at interval 1)
+ALONE_INTERVAL = 6
 
 #: MR-RX-300: the outcome counters 0..15 are one LUT-RAM bank (a row each); msg_slots (16), the
 #: 17th outcome, a register of its own (a 16-row LUT RAM is one DPR16X4 per 4 bits)
@@ -371,7 +377,7 @@ def _table(m, name, shape, depth, *, collision_x, poison, collided, comb_port=No
 
 
 def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False, load=None, rd_data=None, late=None,
-                    parts=None, load_slices=None):
+                    parts=None, load_slices=None, forward=True):
     """MR-RX-115, MR-RX-117: a row read one stage ahead of its use (``addr``, the reading
     record's) and registered as the record moves, so the stage that uses it starts from a
     register. The row register takes the first write of this cycle in ``now`` (pairs of a
@@ -387,8 +393,18 @@ def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False, load=N
     register loads before this cycle's writes (from registers and the read) and with them.
     MR-RX-242: with ``load_slices`` (``(lo, hi)`` bit ranges) ``load``'s write (``now``'s first
     pair, whose condition is ``load``) reaches those bits only, the only ones that load in a
-    cycle that does not advance; the rest hold."""
+    cycle that does not advance; the rest hold. MR-RX-320: without ``forward`` (one entry in the
+    pipeline at a time) the register takes the read data alone: no forward, ``now``, ``late``,
+    ``load`` nor ``load_slices``."""
     row = Signal(len(rd.data), name=f"{name}_row")
+    if not forward:
+        m.d.comb += [rd.addr.eq(addr), rd.en.eq(Const(1, 1) if reread else advance)]
+        value = rd.data if rd_data is None else rd_data
+        if parts is not None:
+            parts += [value, value]
+        with m.If(advance):
+            m.d.sync += row.eq(value)
+        return row
     fwd_prev, fwd_data = Signal(name=f"{name}_fwd_prev"), Signal(len(wr.data), name=f"{name}_fwd_data")
     read = Const(1, 1) if reread else advance
     m.d.comb += [rd.addr.eq(addr), rd.en.eq(read)]
@@ -529,12 +545,15 @@ class Rx(wiring.Component):
     """The RX engine's first slice (docs/spec/hw-rx.md). ``collision_x``: the tables with
     MR-FLOW-028's attribute (MR-RX-119; :data:`COLLISION_X_TABLES`); ``poison`` (simulation
     only): their reads that met a write of the row read return inverted data, flagged in
-    ``collided``."""
+    ``collided``. ``interval`` (MR-RX-319, hw-engine.md MR-ENG-299): the pipeline takes a
+    record, a timer's event or a configuration write at most once every ``interval`` cycles;
+    from :data:`ALONE_INTERVAL` on it is built without the forwards between entries (MR-RX-320,
+    ``alone``)."""
 
     def __init__(self, width=512, *, conns=4096, paths=8, keys=1024, msg_slots=MSG_SLOTS,
                  chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS, rd_slots=RD_SLOTS, streams=records.STREAMS,
                  collision_x=COLLISION_X_TABLES, poison=False, slot_nak=True, max_rd_atomic=None,
-                 cfg_sack=True, carry_chain=None):
+                 cfg_sack=True, carry_chain=None, interval=1):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         # MR-RX-188: the responder resources need the slot verdict (a fresh slot is a verdict's)
@@ -543,6 +562,13 @@ class Rx(wiring.Component):
         self.max_rd_atomic = max_rd_atomic
         # MR-RX-316: the adders' form: None, the platform's (`carry_chain`); True or False forced
         self.carry_chain = carry_chain
+        # MR-RX-319: the pipeline's entries (records, timer events, configuration writes) at most
+        # one every `interval` cycles (hw-engine.md MR-ENG-299); MR-RX-320: from ALONE_INTERVAL
+        # on, one entry in the pipeline at a time, no forwards between entries
+        if not isinstance(interval, int) or interval < 1:
+            raise ValueError(f"interval must be an int >= 1, not {interval!r}")
+        self.interval = interval
+        self.alone = interval >= ALONE_INTERVAL
         # MR-RX-240: off, a configuration write of a path row clears its SACK ring (the field
         # is not read), and the ring rotator that places it in the ring is not built
         self.cfg_sack = bool(cfg_sack)
@@ -662,9 +688,16 @@ class Rx(wiring.Component):
                                & (cqe_q.level + inflight < FIFO_DEPTH)
                                & (rsp_q.level + inflight < FIFO_DEPTH)
                                & (atom_q.level + inflight < FIFO_DEPTH))
+        # MR-RX-319: the entry gate, shut for interval - 1 cycles after a record, a timer's event
+        # or a configuration write is taken (`entry_took`, driven below); interval 1: no gate
+        entry_took, entry_open, gate_open = Signal(), credits, Const(1, 1)
+        if self.interval > 1:
+            entry_open, gate_open = Signal(), Signal()
+            m.d.comb += [gate_open.eq(interval_ready(m, self.interval, entry_took, name="entry_wait")),
+                         entry_open.eq(credits & gate_open)]
         # MR-RX-093: a due timer enters the pipeline in place of a record
-        m.d.comb += [fire.eq(credits & t_due),
-                     meta_ready.eq(credits & (timer_q.level + inflight < TIMER_DEPTH) & ~fire),
+        m.d.comb += [fire.eq(entry_open & t_due),
+                     meta_ready.eq(entry_open & (timer_q.level + inflight < TIMER_DEPTH) & ~fire),
                      timer_q.r_en.eq(fire)]
         m.d.sync += t_due.eq(timer_q.r_rdy & ~fire & ~t_late[TIME_BITS - 1])
         m.d.comb += self.s_meta.ready.eq(meta_ready)
@@ -995,10 +1028,15 @@ class Rx(wiring.Component):
             m.d.comb += [sv_wr.en.eq(msg_wr.en), sv_wr.addr.eq(msg_wr.addr), sv_wr.data.eq(sv_of(msg_wr.data))]
             # this cycle's write of S3's row: S5's record's (the record two ahead) or a configuration
             # write (never both, MR-RX-060's cfg_ready)
-            sv_now = msg_wr.en & (msg_wr.addr == sv_addr3)
             sv_parts = []
-            _registered_row(m, "slotv", sv_rd, sv_wr, Mux(advance, sv_addr2, sv_addr3), advance,
-                            [(sv_now, sv_of(msg_wr.data))], reread=True, rd_data=sv_data, parts=sv_parts)
+            if self.alone:
+                # MR-RX-320: no write of S3's row while it is read and registered
+                _registered_row(m, "slotv", sv_rd, sv_wr, Mux(advance, sv_addr2, sv_addr3), advance, [],
+                                reread=True, rd_data=sv_data, parts=sv_parts, forward=False)
+            else:
+                sv_now = msg_wr.en & (msg_wr.addr == sv_addr3)
+                _registered_row(m, "slotv", sv_rd, sv_wr, Mux(advance, sv_addr2, sv_addr3), advance,
+                                [(sv_now, sv_of(msg_wr.data))], reread=True, rd_data=sv_data, parts=sv_parts)
             sv_base = data.View(sv_lay, sv_parts[0])
             # MR-RX-200..203: the verdict's terms, taken in S3 from the row as it is registered
             # (the relations the S4 form took from that register) and registered with the record,
@@ -1008,14 +1046,15 @@ class Rx(wiring.Component):
             # row (the forward or the read; this cycle's write: S5's, whose next is S5's row's
             # next + its run's length k, so d - k per k, or a configuration write's), the write's
             # select applied last (MR-RX-201)
-            sv_s5_rec, sv_s5_next, sv_cfg_next = Signal(), Signal(32), Signal(32)     # driven below
-            sv_s5_len = Signal(n_slots + 1)     # S5's run's length, one-hot (driven below)
             s3_msg = s3_carry.msg
-            sv_d_base, sv_d_cfg, sv_d_s5 = Signal(32), Signal(32), Signal(32)
-            m.d.comb += [sv_d_base.eq(s3_msg - sv_base.next), sv_d_cfg.eq(s3_msg - sv_cfg_next),
-                         sv_d_s5.eq(s3_msg - sv_s5_next)]
-            lens = [(k, sv_s5_len[k] if SV_S5_RUN else Const(int(k == 0), 1)) for k in range(n_slots + 1)]
-            sv_wr_row = data.View(sv_lay, sv_of(msg_wr.data))
+            if not self.alone:
+                sv_s5_rec, sv_s5_next, sv_cfg_next = Signal(), Signal(32), Signal(32)     # driven below
+                sv_s5_len = Signal(n_slots + 1)     # S5's run's length, one-hot (driven below)
+                sv_d_base, sv_d_cfg, sv_d_s5 = Signal(32), Signal(32), Signal(32)
+                m.d.comb += [sv_d_base.eq(s3_msg - sv_base.next), sv_d_cfg.eq(s3_msg - sv_cfg_next),
+                             sv_d_s5.eq(s3_msg - sv_s5_next)]
+                lens = [(k, sv_s5_len[k] if SV_S5_RUN else Const(int(k == 0), 1)) for k in range(n_slots + 1)]
+                sv_wr_row = data.View(sv_lay, sv_of(msg_wr.data))
 
             def sv_slot_of(row):
                 return data.View(sv_slot_lay, _pick([row.slots[j].as_value() for j in range(n_slots)],
@@ -1037,7 +1076,11 @@ class Rx(wiring.Component):
             def sv_term(test, base=None):
                 """The term per candidate, chosen last by this cycle's write (the deep selects):
                 S5's write's per its run's length k, a configuration write's, else the base's
-                (``base``: the read candidate's term, when given, in place of ``test``'s)."""
+                (``base``: the read candidate's term, when given, in place of ``test``'s).
+                MR-RX-320: alone, the base's only."""
+                if self.alone:
+                    assert base is not None and SV_BASE_EQ
+                    return base
                 s5 = Cat(*[on & test(sv_d_s5, k) for k, on in lens]).any()
                 return Mux(sv_now, Mux(sv_s5_rec, s5, test(sv_d_cfg, 0)),
                            test(sv_d_base, 0) if base is None or not SV_BASE_EQ else base)
@@ -1060,14 +1103,17 @@ class Rx(wiring.Component):
                                             sv_base.next == (s3_msg_minus[i] ^ flip31)))
                                for i, e in enumerate(sv_eqh)],
                              sv_neg.eq(sv_term(lambda d, k: (d - k)[31], sv_neg_base)),
-                             Cat(sv_valid, sv_ne).eq(Mux(sv_now, sv_slot_terms(sv_wr_row), sv_slot_terms(sv_base)))]
-            # S4's record against S5's (the record ahead): the same message, another msg_len or kind
-            y_msg_eq, y_hdr_ne = Signal(), Signal()
-            with m.If(advance):
-                m.d.sync += [y_msg_eq.eq(s3_carry.msg == s4_carry.msg),
-                             y_hdr_ne.eq((s3_carry.msg_len != s4_carry.msg_len) | (s3_carry.kind != s4_carry.kind))]
+                             Cat(sv_valid, sv_ne).eq(sv_slot_terms(sv_base) if self.alone else
+                                                     Mux(sv_now, sv_slot_terms(sv_wr_row), sv_slot_terms(sv_base)))]
+            if not self.alone:
+                # S4's record against S5's (the record ahead): the same message, another msg_len or kind
+                y_msg_eq, y_hdr_ne = Signal(), Signal()
+                with m.If(advance):
+                    m.d.sync += [y_msg_eq.eq(s3_carry.msg == s4_carry.msg),
+                                 y_hdr_ne.eq((s3_carry.msg_len != s4_carry.msg_len) | (s3_carry.kind != s4_carry.kind))]
             def sv_verdict(take, yrun):
-                """The verdict given S5's write (``take``) and its delivery run (``yrun``)."""
+                """The verdict given S5's write (``take``) and its delivery run (``yrun``);
+                MR-RX-320: ``take`` None, no write of S5 (alone, ``yrun`` zeros)."""
                 # after S5's write: next' = next + k, d' = d - k. Delivered (seq_lt32(msg, next')): d < k,
                 # or d in (2^31 + k, 2^32); within the slots: k <= d < k + msg_slots
                 sv_lt_k = Cat(*[sv_eq[j] & yrun[j] for j in range(n_slots)]).any()
@@ -1078,14 +1124,16 @@ class Rx(wiring.Component):
                 # within the slots and at or after next (not freed by S5's delivery): the slot's message
                 # (S5's record's when it is the same message) against S4's msg_len and kind
                 sv_old = Cat(*[sv_eq[j] & ~yrun[j] for j in range(n_slots)]).any()
-                sv_mism = Mux(take & y_msg_eq, y_hdr_ne, sv_valid & sv_ne)
+                sv_mism = sv_valid & sv_ne if take is None else Mux(take & y_msg_eq, y_hdr_ne, sv_valid & sv_ne)
                 sv_beyond = ~sv_behind & ~sv_win
                 # a READ response has no message slot (MR-RX-112); a timer event none either
                 return dict(refused=~s4_carry.read & (sv_beyond | (sv_old & sv_mism)), beyond=sv_beyond,
                             # MR-RX-188: a fresh slot: within the slots after S5's write and the slot
                             # empty (neither held in the table nor taken by S5's record of the same message)
-                            fresh=sv_win & ~(sv_old & (sv_valid | (take & y_msg_eq))))
-            if SV_LATE_SEL:
+                            fresh=sv_win & ~(sv_old & (sv_valid if take is None else sv_valid | (take & y_msg_eq))))
+            if self.alone:
+                sv_v = sv_verdict(None, Const(0, n_slots))
+            elif SV_LATE_SEL:
                 # MR-RX-295: both outcomes from S4's registers and S5's registered run, S5's write
                 # (y_take, MR-RX-293's register) the last select
                 v1, v0 = sv_verdict(Const(1, 1), y_run_if), sv_verdict(Const(0, 1), Const(0, n_slots))
@@ -1108,19 +1156,26 @@ class Rx(wiring.Component):
             rsc_rd, rsc_wr, rsc_data = table("rsc", rsc_bits, lay.conns, comb_port=rsc_comb)
             rsc_cfg_rd = rsc_comb[0]
             rsc_addr3 = s3_carry.conn
-            rsc_now = rsc_wr.en & (rsc_wr.addr == rsc_addr3)
-            rsc_cnt = _registered_row(m, "rsc", rsc_rd, rsc_wr, Mux(advance, s2_carry.conn, rsc_addr3), advance,
-                                      [(rsc_now, rsc_wr.data)], reread=True, rd_data=rsc_data)
-            rsc_same, _ = _same_row(m, "rsc", rsc_addr3, advance)
             rsc_s5_inc = Signal()       # S5's record takes a resource in this cycle (driven below)
-            rsc_ahead = rsc_same & rsc_s5_inc
-            rsc_full = Mux(rsc_ahead, rsc_cnt >= n_rsc - 1, rsc_cnt >= n_rsc)
+            if self.alone:
+                # MR-RX-320: no write of S3's count, and no S5 record ahead
+                rsc_cnt = _registered_row(m, "rsc", rsc_rd, rsc_wr, Mux(advance, s2_carry.conn, rsc_addr3), advance,
+                                          [], reread=True, rd_data=rsc_data, forward=False)
+                rsc_ahead = Const(0, 1)
+                rsc_full = rsc_cnt >= n_rsc
+            else:
+                rsc_now = rsc_wr.en & (rsc_wr.addr == rsc_addr3)
+                rsc_cnt = _registered_row(m, "rsc", rsc_rd, rsc_wr, Mux(advance, s2_carry.conn, rsc_addr3), advance,
+                                          [(rsc_now, rsc_wr.data)], reread=True, rd_data=rsc_data)
+                rsc_same, _ = _same_row(m, "rsc", rsc_addr3, advance)
+                rsc_ahead = rsc_same & rsc_s5_inc
+                rsc_full = Mux(rsc_ahead, rsc_cnt >= n_rsc - 1, rsc_cnt >= n_rsc)
             rsc_fresh = sv_v["fresh"]
             rsc_req = ~s4_carry.read & ~s4_carry.timer & s4_carry.kind[2] & rsc_fresh
             rsc_rnr = rsc_req & ~sv_refused & rsc_full
             rsc_take = rsc_req
             rsc_cnt_next = Signal(rsc_bits)
-            m.d.comb += rsc_cnt_next.eq(rsc_cnt + 1 + rsc_ahead)
+            m.d.comb += rsc_cnt_next.eq(rsc_cnt + 1 if self.alone else rsc_cnt + 1 + rsc_ahead)
 
         # -- S4: the window stage (MR-RX-024..029, MR-RX-013, MR-RX-042, MR-RX-048). The row
         # is a register: read in S2, registered in S3 with the writes forwarded (MR-RX-117)
@@ -1307,8 +1362,14 @@ class Rx(wiring.Component):
         cfg = self.s_cfg.payload
         s5_accepted = Signal()
         cfg_ready = advance & ~(s4_valid & ~s4_bad) & ~(s5_valid & s5_accepted)
+        if self.interval > 1:
+            # MR-RX-319: a configuration write is an entry: it waits for the records' gate and
+            # shuts it as a record does
+            cfg_ready = advance & gate_open & ~(s4_valid & ~s4_bad) & ~(s5_valid & s5_accepted)
         m.d.comb += self.s_cfg.ready.eq(cfg_ready)
         cfg_take = self.s_cfg.valid & cfg_ready
+        if self.interval > 1:
+            m.d.comb += entry_took.eq(take | fire | cfg_take)
         msg_cfg_row, msg_cfg_held = cfg_stream_row(0)
         recv_cfg_row, recv_cfg_held = cfg_stream_row(rb)
         rd_cfg_row, rd_cfg_held = cfg_stream_row(rdb)
@@ -1331,11 +1392,12 @@ class Rx(wiring.Component):
         # S4; this cycle's write forwarded when it is S4's to S3's row (a registered equality)
         # or a configuration write to S3's row; the slow update's write into S4's row register
         # when S5's record (the slow one) and S4's share the row
-        path_same, _ = _same_row(m, "path", s2_carry.row, advance)
-        path_same_s5 = Signal()
-        with m.If(advance):
-            m.d.sync += path_same_s5.eq(path_same)
-        cfg_path_hit = cfg_take & (cfg.table == TABLE_PATH) & (cfg.addr[:row_bits] == s3_carry.row)
+        if not self.alone:
+            path_same, _ = _same_row(m, "path", s2_carry.row, advance)
+            path_same_s5 = Signal()
+            with m.If(advance):
+                m.d.sync += path_same_s5.eq(path_same)
+            cfg_path_hit = cfg_take & (cfg.table == TABLE_PATH) & (cfg.addr[:row_bits] == s3_carry.row)
         # this cycle's write outside a hold: S4's or a configuration write, never both
         # (cfg_ready), so one mux serves the write and the forward of either
         path_wdata = Signal(lay.path_mem.size)
@@ -1356,17 +1418,22 @@ class Rx(wiring.Component):
         # register, its condition a register (`hold == 2` in H4 and S5's row S4's), so
         # `slow_write`'s select of the write data is on no forward into the row register; in
         # `cum` and `ring` only (MR-RX-242: the other fields hold H5's row already)
-        slow_fwd = Signal()
-        with m.If(advance):
-            m.d.sync += slow_fwd.eq(0)
-        with m.Else():
-            m.d.sync += slow_fwd.eq((hold == 2) & path_same_s5)
-        path_row = _registered_row(
-            m, "path", path_rd, path_wr, Mux(holding, s3_carry.row, s2_carry.row),
-            advance, [(slow_fwd, slow_row.as_value()), ((ok & path_same) | cfg_path_hit, path_wdata)],
-            reread=True, load=slow_fwd, rd_data=path_data, late=(path_we, path_wa, path_wd),
-            load_slices=[(lay.path_mem[f].offset, lay.path_mem[f].offset + lay.path_mem[f].width)
-                         for f in SLOW_FWD_FIELDS])
+        if self.alone:
+            # MR-RX-320: no entry in S3 while another is in S4 or holds: the read alone
+            path_row = _registered_row(m, "path", path_rd, path_wr, Mux(holding, s3_carry.row, s2_carry.row),
+                                       advance, [], reread=True, rd_data=path_data, forward=False)
+        else:
+            slow_fwd = Signal()
+            with m.If(advance):
+                m.d.sync += slow_fwd.eq(0)
+            with m.Else():
+                m.d.sync += slow_fwd.eq((hold == 2) & path_same_s5)
+            path_row = _registered_row(
+                m, "path", path_rd, path_wr, Mux(holding, s3_carry.row, s2_carry.row),
+                advance, [(slow_fwd, slow_row.as_value()), ((ok & path_same) | cfg_path_hit, path_wdata)],
+                reread=True, load=slow_fwd, rd_data=path_data, late=(path_we, path_wa, path_wd),
+                load_slices=[(lay.path_mem[f].offset, lay.path_mem[f].offset + lay.path_mem[f].width)
+                             for f in SLOW_FWD_FIELDS])
         # MR-RX-125 (for timing, not behaviour): the slow record's new row reaches sl_row a cycle
         # later, in H1, from the write register (the table's write data of the cycle that
         # started the hold: S4's new row, as the hold starts only after an accepted record, no
@@ -1480,10 +1547,23 @@ class Rx(wiring.Component):
         # stream's completed messages delivered in order; their records go to S6
         msg_addr = Signal(cb + sb)
         m.d.comb += msg_addr.eq(Cat(s3_carry.stream[:sb], s3_carry.conn))
-        m_same, msg_addr_s4 = _same_row(m, "msg", msg_addr, advance)
+        if not self.alone:
+            m_same, msg_addr_s4 = _same_row(m, "msg", msg_addr, advance)
         m_fwd_now, new_row = Signal(), Signal(lay.msg_row)
         msg_parts = []
-        if MSG_READ_S2:
+        if self.alone:
+            # MR-RX-320: read in S2 and registered as the record enters S4 (MR-RX-269), then S5's
+            # register: no write of the row between the read and S5 (one entry at a time)
+            assert MSG_READ_S2
+            msg_addr2 = Cat(s2_carry.stream[:sb], s2_carry.conn)
+            msg4 = _registered_row(m, "msg4", msg_rd, msg_wr, Mux(advance, msg_addr2, msg_addr), advance, [],
+                                   reread=True, rd_data=msg_data, forward=False)
+            msg_parts.append(msg4)
+            msg5 = Signal(lay.msg_row.size, name="msg_row")
+            with m.If(advance):
+                m.d.sync += msg5.eq(msg4)
+            mrow = data.View(lay.msg_row, msg5)
+        elif MSG_READ_S2:
             # MR-RX-269: read in S2 (S3's row again during a hold) and registered as the record
             # enters S4 (`msg4_row`), the write of S3's cycle to S3's row (S5's record's, the
             # record two ahead, or a configuration write) taken there and the write of S2's
@@ -1628,47 +1708,54 @@ class Rx(wiring.Component):
             m.d.comb += new_row.slots[j].eq(m_stage["slots_out"][j])
         s4_rec = s4_carry
         nx_base = msg_stage(data.View(lay.msg_row, msg_parts[0]), s4_rec, s4_msg_minus, s4_rest, "nxr")
-        # on S5's written row, S4's slot holds S5's placed bytes (old + S5's plen, an adder)
-        # when both name one slot: S4's message is done when old == S4's rest - S5's plen,
-        # registered as the records move, so no adder precedes the compare (MR-RX-205)
-        s4_rest_m5 = Signal(32)
-        with m.If(advance):
-            m.d.sync += s4_rest_m5.eq(s3_carry.msg_len - s3_carry.plen - s4_carry.plen)
-        k4 = s4_rec.msg[:slot_bits] if slot_bits else Const(0, 1)
-        k5 = mc.msg[:slot_bits] if slot_bits else Const(0, 1)
-        if NXW_SHARED:
-            # MR-RX-282: S5's row (msg_row) equals msg4_row whenever S5 writes S4's row (the
-            # only cycles nx_wrow is used), so S4's slot on it is the read candidate's pick
-            old4 = nx_base["slot"]
+        if self.alone:
+            # MR-RX-320: S5 never writes S4's row (S4 is empty when S5 holds a record): the
+            # decision on the read row only
+            with m.If(advance):
+                m.d.sync += [nx_new.eq(nx_base["new"]), nx_done.eq(nx_base["done"]),
+                             nx_run.eq(Cat(*nx_base["run"]))]
         else:
-            old4 = data.View(lay.msg_slot, _pick([mrow.slots[j].as_value() for j in range(n_slots)], k4)
-                             if slot_bits else mrow.slots[0].as_value())
-        same_slot = (k4 == k5) if slot_bits else Const(1, 1)
+            # on S5's written row, S4's slot holds S5's placed bytes (old + S5's plen, an adder)
+            # when both name one slot: S4's message is done when old == S4's rest - S5's plen,
+            # registered as the records move, so no adder precedes the compare (MR-RX-205)
+            s4_rest_m5 = Signal(32)
+            with m.If(advance):
+                m.d.sync += s4_rest_m5.eq(s3_carry.msg_len - s3_carry.plen - s4_carry.plen)
+            k4 = s4_rec.msg[:slot_bits] if slot_bits else Const(0, 1)
+            k5 = mc.msg[:slot_bits] if slot_bits else Const(0, 1)
+            if NXW_SHARED:
+                # MR-RX-282: S5's row (msg_row) equals msg4_row whenever S5 writes S4's row (the
+                # only cycles nx_wrow is used), so S4's slot on it is the read candidate's pick
+                old4 = nx_base["slot"]
+            else:
+                old4 = data.View(lay.msg_slot, _pick([mrow.slots[j].as_value() for j in range(n_slots)], k4)
+                                 if slot_bits else mrow.slots[0].as_value())
+            same_slot = (k4 == k5) if slot_bits else Const(1, 1)
 
-        def nxw_slot(slot):
-            """MR-RX-282: S4's slot on S5's written row from the read candidate's (``old4``) with
-            S5's write applied: kind, msg_len and placed S5's when both name one slot, valid the
-            written row's (S5's delivery clears it), the chunk entry at S4's position S5's when
-            S5 set that entry, cleared when S5's slot was fresh."""
-            m.d.comb += [slot.valid.eq(_pick([new_row.slots[j].valid for j in range(n_slots)], k4)
-                                       if slot_bits else new_row.slots[0].valid),
-                         slot.kind.eq(Mux(same_slot, mc.kind, old4.kind)),
-                         slot.msg_len.eq(Mux(same_slot, mc.msg_len, old4.msg_len)),
-                         slot.placed.eq(Mux(same_slot, m_stage["placed"], old4.placed))]
-            return _nxw_entry(same_slot & (s4_rec.chunk[:pos_bits] == m_pos), Cat(m_epoch, Const(1, 1)),
-                              same_slot & m_stage["fresh"], nx_base["entry_read"])
+            def nxw_slot(slot):
+                """MR-RX-282: S4's slot on S5's written row from the read candidate's (``old4``) with
+                S5's write applied: kind, msg_len and placed S5's when both name one slot, valid the
+                written row's (S5's delivery clears it), the chunk entry at S4's position S5's when
+                S5 set that entry, cleared when S5's slot was fresh."""
+                m.d.comb += [slot.valid.eq(_pick([new_row.slots[j].valid for j in range(n_slots)], k4)
+                                           if slot_bits else new_row.slots[0].valid),
+                             slot.kind.eq(Mux(same_slot, mc.kind, old4.kind)),
+                             slot.msg_len.eq(Mux(same_slot, mc.msg_len, old4.msg_len)),
+                             slot.placed.eq(Mux(same_slot, m_stage["placed"], old4.placed))]
+                return _nxw_entry(same_slot & (s4_rec.chunk[:pos_bits] == m_pos), Cat(m_epoch, Const(1, 1)),
+                                  same_slot & m_stage["fresh"], nx_base["entry_read"])
 
-        def nxw_done(fresh):
-            return Mux(fresh, s4_rest == 0, Mux(k4 == k5, Mux(old4.valid, old4.placed, 0) == s4_rest_m5,
-                                                old4.placed == s4_rest))
-        nx_wrow = msg_stage(new_row, s4_rec, s4_msg_minus, s4_rest, "nxw", done_of=nxw_done if NX_DONE else None,
-                            slot_of=nxw_slot if NXW_SHARED else None)
-        nx_new_d = Signal()     # nx_new as S4's record enters S5
-        m.d.comb += nx_new_d.eq(Mux(m_fwd_now if NX_FWD else 0, nx_wrow["new"], nx_base["new"]))
-        with m.If(advance):
-            m.d.sync += [nx_new.eq(nx_new_d),
-                         nx_done.eq(Mux(m_fwd_now if NX_FWD else 0, nx_wrow["done"], nx_base["done"]))]
-            m.d.sync += nx_run.eq(Mux(m_fwd_now if NX_FWD else 0, Cat(*nx_wrow["run"]), Cat(*nx_base["run"])))
+            def nxw_done(fresh):
+                return Mux(fresh, s4_rest == 0, Mux(k4 == k5, Mux(old4.valid, old4.placed, 0) == s4_rest_m5,
+                                                    old4.placed == s4_rest))
+            nx_wrow = msg_stage(new_row, s4_rec, s4_msg_minus, s4_rest, "nxw", done_of=nxw_done if NX_DONE else None,
+                                slot_of=nxw_slot if NXW_SHARED else None)
+            nx_new_d = Signal()     # nx_new as S4's record enters S5
+            m.d.comb += nx_new_d.eq(Mux(m_fwd_now if NX_FWD else 0, nx_wrow["new"], nx_base["new"]))
+            with m.If(advance):
+                m.d.sync += [nx_new.eq(nx_new_d),
+                             nx_done.eq(Mux(m_fwd_now if NX_FWD else 0, nx_wrow["done"], nx_base["done"]))]
+                m.d.sync += nx_run.eq(Mux(m_fwd_now if NX_FWD else 0, Cat(*nx_wrow["run"]), Cat(*nx_base["run"])))
         # the records: which of the run make one (S6 packs them, MR-RX-116); which are READ
         # requests executed (a response item each, MR-RX-131)
         # MR-RX-155: kind bit 2 with bit 0 or 1 an atomic (an execution item on m_atom)
@@ -1709,7 +1796,9 @@ class Rx(wiring.Component):
         ]
         # the configuration never writes beside an accepted S5 record (cfg_ready), so the
         # stage's write is the only one S4's record can need from this cycle
-        if Y_TAKE_REG:
+        if self.alone:
+            pass                # MR-RX-320: S5 never writes S4's row: y_take stays 0
+        elif Y_TAKE_REG:
             # MR-RX-293: S5's `push & s5_accepted & ~mc.read & m_new & m_same` as a register: each
             # term is a register loaded as the records move (S4's accepted, read, nx_new, and the
             # address equality m_same takes), so the register equals `s5_valid &` that AND in
@@ -1724,8 +1813,9 @@ class Rx(wiring.Component):
         else:
             m.d.comb += [m_fwd_now.eq(m_step & m_new & m_same), y_take.eq(m_step & m_new & m_same)]
         # MR-RX-169: this write and its delivery run, for S4's slot verdict
-        m.d.comb += [y_run.eq(Cat(*[r & y_take for r in run])), y_run_if.eq(Cat(*run))]
-        if self.slot_nak:
+        if not self.alone:
+            m.d.comb += [y_run.eq(Cat(*[r & y_take for r in run])), y_run_if.eq(Cat(*run))]
+        if self.slot_nak and not self.alone:
             # MR-RX-201: S5's write for the verdict's S3 terms: its row's next and run length (a
             # prefix: one-hot from adjacent bits), and a configuration write's next
             m.d.comb += [sv_s5_rec.eq(s5_msg_rec), sv_s5_next.eq(mrow.next), sv_cfg_next.eq(cfg.data[:32]),
@@ -1751,11 +1841,19 @@ class Rx(wiring.Component):
         # when every byte is placed
         rds_addr = Signal(cb + sb + rdb)
         m.d.comb += rds_addr.eq(Cat(s3_carry.msg[:rdb], s3_carry.stream[:sb], s3_carry.conn))
-        rs_same, rds_addr_s4 = _same_row(m, "rds", rds_addr, advance)
         rs_fwd_now, nstate = Signal(), Signal(lay.rd_state)
-        rstate = data.View(lay.rd_state, _registered_row(m, "rds", rds_rd, rds_wr, Mux(advance, rds_addr, rds_addr_s4),
-                                                         advance, [(rs_fwd_now, nstate.as_value())], reread=True,
-                                                         rd_data=rds_data))
+        if self.alone:
+            # MR-RX-320: no write of the row between its read and S5 (one entry at a time)
+            rds_addr_s4 = Signal(len(rds_addr), name="rds_addr_s4")
+            with m.If(advance):
+                m.d.sync += rds_addr_s4.eq(rds_addr)
+            rstate = data.View(lay.rd_state, _registered_row(m, "rds", rds_rd, rds_wr, Mux(advance, rds_addr, rds_addr_s4),
+                                                             advance, [], reread=True, rd_data=rds_data, forward=False))
+        else:
+            rs_same, rds_addr_s4 = _same_row(m, "rds", rds_addr, advance)
+            rstate = data.View(lay.rd_state, _registered_row(m, "rds", rds_rd, rds_wr, Mux(advance, rds_addr, rds_addr_s4),
+                                                             advance, [(rs_fwd_now, nstate.as_value())], reread=True,
+                                                             rd_data=rds_data))
         r_entry = Signal(ent_w)
         m.d.comb += r_entry.eq(_pick(_words(rstate.ring, ent_w), m_pos))
         r_new = ~s5_stale & ~rstate.done & (~r_entry[EPOCH_BITS] | (r_entry[:EPOCH_BITS] == epoch_prev))
@@ -1787,7 +1885,8 @@ class Rx(wiring.Component):
             rds_wr.addr.eq(Mux(s5_rd_rec, Cat(mc.msg[:rdb], mc.stream[:sb], mc.conn), rd_cfg_row)),
             rds_wr.data.eq(rds_wdata),
         ]
-        m.d.comb += rs_fwd_now.eq(r_step & r_new & rs_same)
+        if not self.alone:
+            m.d.comb += rs_fwd_now.eq(r_step & r_new & rs_same)
         r_cqe = r_step & r_new & r_done
         # S6: the bundle into its queue (MR-RX-085). MR-RX-116: S5 registers the delivery's
         # pieces (which of the run make a record, their slots, their message numbers) and S6

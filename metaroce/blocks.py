@@ -164,6 +164,15 @@ BLOCKS: dict[str, Block] = {
              "placement DMA and AXI4-Lite registers joined (docs/spec/hw-engine.md)",
         shares={"parser": r"^parser$", "rx": r"^rx$", "dma": r"^dma$", "regs": r"^regs$", "pack": r"^pack$"},
     ),
+    "rx_engine": Block(
+        name="rx_engine",
+        component="metaroce.hdl.engine:rx_of_engine",
+        model="metaroce.models.engine:rx_model_of_engine",
+        tb="metaroce.tb.rx",
+        help="the RX engine as the whole engine builds it (2 connections x 4 paths, chunk window "
+             "32, responder bound) behind the width's frame interval (hw-rx.md MR-RX-319..321)",
+        widths=(64,),
+    ),
     "engine_rx_256x4": Block(
         name="engine_rx_256x4",
         component="metaroce.hdl.engine:engine_rx_256x4",

@@ -165,8 +165,9 @@ class EngineRxModel:
     def __init__(self, width=512, conns=records.CONNS, paths=records.PATHS, keys=1024, *,
                  streams=records.STREAMS, chunk_ring=CHUNK_RING, max_frame=9216, outstanding=OUTSTANDING,
                  peer_acks=False, tx_counters=False, responses=False, rd_rows=False, atomics=False,
-                 max_rd_atomic=None, pacing=False, cfg_sack=True):
+                 max_rd_atomic=None, pacing=False, cfg_sack=True, interval=1):
         self.width = width
+        self.interval = interval        # MR-RX-319: the RX's frame interval (MR-ENG-300)
         self.pacing = pacing            # MR-ENG-259: the register block's pacing window
         self.rd_rows = rd_rows
         self.atomics = atomics
@@ -178,7 +179,7 @@ class EngineRxModel:
         # MR-ENG-239: the responder resources (hw-rx.md MR-RX-186), freed by table 7 writes on
         # s_cfg_eng (the whole engine's, MR-ENG-240)
         self.rx = RxCycleModel(width, conns, paths, keys, streams=streams, chunk_ring=chunk_ring,
-                               max_rd_atomic=max_rd_atomic, cfg_sack=cfg_sack)
+                               max_rd_atomic=max_rd_atomic, cfg_sack=cfg_sack, interval=interval)
         self.dma = DmaWriteCycleModel(width, conns, outstanding=outstanding)
         # MR-ENG-105: the register block reads the parser's counters (and the TX half's)
         self.regs = RegsCycleModel(conns, paths, keys, parser=True, tx=tx_counters, eng=responses,
@@ -319,6 +320,16 @@ def engine_rx_model_256x4(width=512, **kw):
     """The model of the small instance ``hdl.engine.engine_rx_256x4`` (``models.rx.SMALL``: 256 x
     4, 256 keys, 4 streams; 32 bursts outstanding)."""
     return EngineRxModel(width, **RX_SMALL, outstanding=32, **kw)
+
+
+def rx_model_of_engine(width=64, interval=None):
+    """MR-RX-321: the model of ``hdl.engine.rx_of_engine``: the RX as ``Engine(width)`` builds it
+    (2 connections x 4 paths, 256 keys, 4 streams, the chunk window, the responder bound, no
+    SACK in path writes), at ``interval`` (default the width's frame interval, MR-ENG-299)."""
+    from .rx import RxCycleModel
+    return RxCycleModel(width, 2, 4, 256, streams=RX_SMALL["streams"], chunk_ring=ENGINE_CHUNK_WINDOW,
+                        max_rd_atomic=records.RD_ATOMIC, cfg_sack=ENGINE_CFG_SACK,
+                        interval=records.frame_interval(width) if interval is None else interval)
 
 
 # ------------------------------------------------------------------ the whole engine (MR-ENG-130..)
@@ -854,7 +865,7 @@ class EngineModel:
                                 chunk_ring=kw["chunk_window"], max_frame=max_frame,
                                 outstanding=outstanding, peer_acks=True, tx_counters=True,
                                 responses=True, rd_rows=True, atomics=True, max_rd_atomic=max_rd_atomic,
-                                pacing=self.pacing, cfg_sack=ENGINE_CFG_SACK)
+                                pacing=self.pacing, cfg_sack=ENGINE_CFG_SACK, interval=self.interval)
         streams = kw.pop("streams")
         # MR-ENG-282: the ACK descriptors into the TX half's one frame builder (``ack_first``
         # False: after the data descriptors, MR-ENG-286's negative control only)

@@ -980,14 +980,19 @@ class RxCycleModel:
     those rows and the MTU of this cycle), S2, S3, and S4 (the window stage,
     :meth:`RxModel.dynamic`) at t+5; S5 pushes its outputs into the queues and counts it at
     t+6. A slow window update holds S0..S5 and the input for :data:`HOLD_CYCLES` cycles after
-    its S4 cycle."""
+    its S4 cycle. MR-RX-319: with ``interval`` N a record, a timer's event or a configuration
+    write is taken at most once every N cycles (``records.IntervalGate``)."""
 
     def __init__(self, width=512, conns=records.CONNS, paths=records.PATHS, keys=1024,
                  msg_slots=MSG_SLOTS, chunk_ring=CHUNK_RING, recv_slots=RECV_SLOTS, rd_slots=RD_SLOTS,
-                 streams=records.STREAMS, slot_nak=True, max_rd_atomic=None, cfg_sack=True):
+                 streams=records.STREAMS, slot_nak=True, max_rd_atomic=None, cfg_sack=True, interval=1):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
+        # MR-RX-319: the pipeline's entry (a record, a timer's event, a configuration write)
+        # taken at most once every `interval` cycles (MR-ENG-299's gate)
+        self.interval = interval
+        self.gate = records.IntervalGate(interval)
         # MR-RX-186: the responder resources are decided in S4 from the packet model's count,
         # which S5's taking records (the message stage of S4's cycle) and the table 7 writes of
         # earlier cycles moved
@@ -1082,13 +1087,14 @@ class RxCycleModel:
                                                 self.rsp_q, self.atom_q))
         # MR-RX-093: a due timer enters the pipeline instead of a record
         tq = self.timer_q
-        fire = credits and self.t_due
-        meta_ready = int(credits and len(tq) + inflight < TIMER_DEPTH and not fire)
+        gate = self.gate.open         # MR-RX-319: shut for interval - 1 cycles after an entry
+        fire = credits and self.t_due and gate
+        meta_ready = int(credits and len(tq) + inflight < TIMER_DEPTH and not fire and gate)
         # the next cycle's due test: this head, if it stays, against now + 1
         t_due = bool(tq) and not fire and ((self.now + 1 - tq[0][2]) & TIME_MASK) < 1 << (TIME_BITS - 1)
         cfg_ready = int(not holding and not (self.s4 is not None and (isinstance(self.s4, tuple)
                                                                        or self.s4.code is None))
-                        and not (self.s5 is not None and self.s5.code == RxCode.ACCEPTED))
+                        and not (self.s5 is not None and self.s5.code == RxCode.ACCEPTED) and gate)
         cqe_word, cqe_last = bundle_entry(lay, self.cqe_q.head, self.cqe_sel)
         rsp_word, rsp_last = bundle_entry(lay, self.rsp_q.head, self.rsp_sel, lay.rsp_bundle, lay.rsp)
         # MR-RX-165: the atomic queue's head bundle is shown once the captures it waits for are done
@@ -1167,9 +1173,12 @@ class RxCycleModel:
                 meta = meta_fields(g("s_meta__payload", 0))
                 self.s0 = (meta, rx.conn_row(meta), rx.key_row(meta), rx.recv_row(meta), rx.rd_row(meta))
         # configuration write
-        if cfg_ready and g("s_cfg__valid", 0):
+        cfg_take = bool(cfg_ready and g("s_cfg__valid", 0))
+        if cfg_take:
             c = unpack(lay.cfg, g("s_cfg__payload", 0))
             rx.write_cfg(c["table"], c["addr"], c["data"])
+        # MR-RX-319: a record, a timer's event or a configuration write shuts the gate
+        self.gate.step(bool(fire) or bool(meta_ready and g("s_meta__valid", 0)) or cfg_take)
         # queues
         pay_take = pay_ready and pay_valid
         self.ack_q.update(g("m_ack__ready", 0), ack is not None, ack or 0)

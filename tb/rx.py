@@ -82,13 +82,14 @@ async def _batch(h, model, batches, setup, cases, **kw):
     return batches.counted(drv)
 
 
-async def _timer_batch(h, model, batches, seed, *, conns, paths, keys, streams):
+async def _timer_batch(h, model, batches, seed, *, conns, paths, keys, streams, n_conns=6):
     """MR-RX-090..094: the delayed-ACK timer on (``ack_every`` 4, 100 cycles), timed bursts
     separated by idle gaps with idle cycles and backpressure, as the next of ``batches``;
     returns whether the ACK stream equals the reference endpoint's with the same delay (the
     timer's ACKs in the gaps included)."""
     cycle, delay = 6.4e-9, 100
-    ep, s = rc.endpoint_setup(conns, paths, keys, streams=streams, seed=seed, ack_delay_cycles=delay, ack_delay=delay * cycle)
+    ep, s = rc.endpoint_setup(conns, paths, keys, streams=streams, seed=seed, ack_delay_cycles=delay,
+                              ack_delay=delay * cycle, n_conns=n_conns)
     bursts = rc.timed_bursts(s, 3, 8, gap=260, seed=seed)
     drv = await _batch(h, model, batches, s, bursts, seed=seed, p_idle=0.1, p_bp=0.3)
     return rc.requests(s, drv.res["ack"]) == rc.endpoint_reference_timed(ep, s, bursts, cycle)
@@ -96,7 +97,31 @@ async def _timer_batch(h, model, batches, seed, *, conns, paths, keys, streams):
 
 def _special_run():
     return any(os.environ.get(k) for k in ("RX_BENCH_OUT", "RX_TRAFFIC_OUT", "METAROCE_REPLAY_PCAP",
-                                            "METAROCE_COVERAGE_OUT", "RX_MAX_RD_ATOMIC"))
+                                            "METAROCE_COVERAGE_OUT", "RX_MAX_RD_ATOMIC", "RX_INTERVAL_OUT"))
+
+
+def interval_batches(s, n_random):
+    """MR-RX-321: the batches of :func:`rx_interval` on setup ``s`` (one connection): (cases,
+    p_idle, p_bp, quiet_cfg) each. The classes with idle cycles and backpressure; then without
+    either, back to back on one path (the gate spaces them), MR-RX-117's records at distances 1
+    to 3 with a path write among them, S4's own writes, slides and filled gaps (holds)."""
+    c0 = s.conns[0]
+    mixed = (rc.stream_bound_cases(s) + rc.window_cases(s)
+             # the one connection's instance has no free row (connection 0 is never opened)
+             + [c for c in rc.bad_cases(s) if getattr(c, "name", "") != "no-conn-row"]
+             + rc.message_cases(s, stream=0) + rc.slot_cases(s, stream=0)
+             + rc.send_cases(s, stream=min(1, c0.n_streams - 1)) + rc.read_cases(s, stream=min(2, c0.n_streams - 1))
+             + rc.read_request_cases(s) + rc.atomic_request_cases(s, stream=c0.n_streams - 1)
+             + rc.atomic_response_cases(s, stream=min(2, c0.n_streams - 1))
+             + rc.random_atomics(s, 10, conns=(0,)) + rc.random_read_requests(s, 10)
+             + rc.random_traffic(s, n_random))
+    mixed = rc.within_slots(s, mixed)
+    b2b = rc.burst_same_path(s, 64, plen=9)
+    near = (rc.path_forward_cases(s, rounds=2) + rc.own_write_cases(s)
+            + rc.burst_slow(s, 12) + rc.burst_slow(s, 12, kind="fill")
+            + rc.message_cases(s, stream=0) + rc.read_cases(s, stream=min(2, c0.n_streams - 1)))
+    near = rc.within_slots(s, [s.key_write(k) for k in s.keys] + near, before=mixed + b2b)
+    return [(mixed, 0.2, 0.4, True), (b2b, 0.0, 0.0, True), (near, 0.0, 0.0, False)]
 
 
 async def _harness(dut, conns, paths, keys, streams, *, stop_on_mismatch=True):
@@ -315,6 +340,46 @@ async def rx_lockstep(dut):
                        "atomics": len(drv.res["atom"]),
                        "timer_acks_equal": timer_acks_equal,
                        "mismatches": h.mismatches}, f)
+
+
+@cocotb.test(skip=not os.environ.get("RX_INTERVAL_OUT"))
+async def rx_interval(dut):
+    """MR-RX-321: the RX as the engine builds it (block ``rx_engine``: 2 x 4, chunk window 32,
+    the responder bound, the frame interval ``RX_INTERVAL``, 8 at 64 bits) in lockstep with
+    its model at that interval on :func:`interval_batches` (seed ``RX_SEED``, ``RX_RANDOM``
+    random packets; the generators share the one connection, so the outcomes are the model's,
+    not the ones the cases were built for); the back-to-back burst taken one record every
+    ``interval`` cycles exactly; then the delayed-ACK timer's batch. Figures to
+    ``RX_INTERVAL_OUT`` (JSON)."""
+    from metaroce.models.engine import rx_model_of_engine
+    interval = int(os.environ.get("RX_INTERVAL", "8"))
+    width = (len(dut.s_payload__payload) - 1) * 8 // 9
+    seed = int(os.environ.get("RX_SEED", "1"))
+    model = rx_model_of_engine(width, interval)
+    lay = model.lay
+    ins, outs = model_port_lists(model)
+    h = Lockstep(dut, model, ins, outs)
+    for name in ins:
+        getattr(dut, name).value = 0
+    await h.start(monitor=False)
+    s = rc.Setup(lay.conns, lay.paths, lay.keys, streams=lay.streams, seed=seed, n_conns=1)
+    cycles, spacing, counters = 0, None, None
+    for i, (items, p_idle, p_bp, quiet) in enumerate(interval_batches(s, int(os.environ.get("RX_RANDOM", "300")))):
+        drv = rc.Driver(width, (s.writes if i == 0 else []) + items, lay.cfg, seed=seed + i, p_idle=p_idle,
+                        p_bp=p_bp, quiet_cfg=quiet)
+        cycles += await drive(h, drv, busy=model.busy)
+        counters = drv.res["counters"]
+        if i == 1:
+            taken = drv.res["meta_taken"]
+            spacing = sorted({b - a for a, b in zip(taken, taken[1:])})
+    timer_acks_equal = await _timer_batch(h, model, rc.Batches(width, prev=s.teardown()), seed + 7,
+                                          conns=lay.conns, paths=lay.paths, keys=lay.keys, streams=lay.streams,
+                                          n_conns=1)
+    with open(os.environ["RX_INTERVAL_OUT"], "w") as f:
+        json.dump({"width": width, "interval": interval, "cycles": cycles, "burst_spacing": spacing,
+                   "outcomes": {c.name: n for c, n in zip(RxCode, counters) if n},
+                   "timer_acks_equal": timer_acks_equal, "mismatches": h.mismatches}, f)
+    assert h.mismatches == 0 and spacing == [interval] and timer_acks_equal
 
 
 @cocotb.test(skip=not os.environ.get("RX_MAX_RD_ATOMIC"))

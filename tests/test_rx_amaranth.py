@@ -39,7 +39,7 @@ def run_rx(asim, model, drv, *, on_cycle=None):
 
 
 def run_lockstep(width, setup, cases, *, seed=0, check=True, on_cycle=None, collision_x=COLLISION_X_TABLES,
-                 share=True, slot_nak=True, max_rd_atomic=None, carry_chain=None, **kw):
+                 share=True, slot_nak=True, max_rd_atomic=None, carry_chain=None, interval=1, **kw):
     """RTL and model on the same inputs, every output compared every cycle; returns the
     driver's results (MR-RX-070). MR-RX-119: the tables in ``collision_x`` (MR-FLOW-028's
     attribute) return inverted data from a read that met a write of its row (the RTL's
@@ -53,6 +53,8 @@ def run_lockstep(width, setup, cases, *, seed=0, check=True, on_cycle=None, coll
                   collision_x=frozenset(collision_x), poison=True, slot_nak=slot_nak, max_rd_atomic=max_rd_atomic)
     if carry_chain is not None:
         params["carry_chain"] = carry_chain         # MR-RX-316: the adders' form forced
+    if interval != 1:
+        params["interval"] = interval               # MR-RX-319: the frame interval
     # one simulation per design in a worker, reset between runs (elaborating and compiling the
     # RX takes longer than most of these runs)
     if share:
@@ -61,7 +63,7 @@ def run_lockstep(width, setup, cases, *, seed=0, check=True, on_cycle=None, coll
     else:
         asim = AmaranthSim(Rx(width, **params))
     model = RxCycleModel(width, lay.conns, lay.paths, lay.keys, streams=lay.streams, slot_nak=slot_nak,
-                         max_rd_atomic=max_rd_atomic)
+                         max_rd_atomic=max_rd_atomic, interval=interval)
     drv = rc.make_driver(width, setup, cases, seed=seed, **kw)
     core, collided = run_rx(asim, model, drv, on_cycle=on_cycle)
     assert core.mismatches == 0
@@ -951,3 +953,40 @@ def test_outcome_counters_bank_catches_wrong(helper, old, new):
     else:
         with pytest.raises(Mismatch, match="reg_data"):
             _counter_bank_run(wrong_form("rx", old, new).Rx)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("interval", [6, 8])
+def test_interval_gate_spaces_records_without_forwards(interval):
+    """MR-RX-319, MR-RX-320: at interval 8 (the engine's at 64 bits) and at ALONE_INTERVAL (6)
+    records of one path back to back wait at the gate and are taken one every ``interval``
+    cycles, RTL and model alike; the RX is built without the forwards between entries, and
+    MR-RX-119's poisoned tables show that no read of a path, message, READ-state or verdict row
+    met a write of that row: 0 mismatches on the burst, then on MR-RX-117's path-forward cases
+    (their path writes offered at once), S4's own-write cases and the message cases."""
+    assert Rx(64, interval=interval).alone and not Rx(64).alone and not Rx(64, interval=5).alone
+    s = rc.Setup(*SMALL, seed=2, mtu_log2=6, n_streams=2)
+    cases = rc.burst_same_path(s, 24, plen=9)
+    res = run_lockstep(64, s, cases, seed=1, p_idle=0.0, p_bp=0.0, interval=interval)
+    taken = res["meta_taken"]
+    assert len(taken) == 24 and {b - a for a, b in zip(taken, taken[1:])} == {interval}
+    assert res["counters"][RxCode.ACCEPTED] == 24
+    s = rc.Setup(*SMALL, seed=3, mtu_log2=6, n_streams=2)
+    cases = (rc.path_forward_cases(s, rounds=1) + rc.own_write_cases(s) + rc.message_cases(s)
+             + rc.read_cases(s, conn=1, stream=1) + rc.burst_slow(s, 8))
+    run_lockstep(64, s, cases, seed=5, p_idle=0.0, p_bp=0.0, interval=interval, check=False, quiet_cfg=False)
+
+
+@pytest.mark.slow
+def test_no_forwards_at_interval_one_catches(monkeypatch):
+    """MR-RX-322 (the negative control of MR-RX-320): the RX generated without the forwards
+    (``hdl.rx.ALONE_INTERVAL`` 1) but run at interval 1, records of one path back to back
+    (MR-RX-117's distances 1 to 3, S4's own writes), against the model at interval 1: the
+    lockstep fails, so the forwards are what interval 1 needs and the gate is what lets them go."""
+    import metaroce.hdl.rx as hdl_rx
+    monkeypatch.setattr(hdl_rx, "ALONE_INTERVAL", 1)
+    assert Rx(64).alone
+    s = rc.Setup(*SMALL, seed=4)
+    cases = rc.own_write_cases(s) + rc.path_forward_cases(s, rounds=1)
+    with pytest.raises(Mismatch):
+        run_lockstep(64, s, cases, seed=5, p_idle=0.0, p_bp=0.0, share=False, check=False, quiet_cfg=False)

@@ -168,6 +168,82 @@ def test_latency_and_credits():
     assert len(taken) == 16 and taken == list(range(16))
 
 
+def test_interval_gate_in_the_model():
+    """MR-RX-319: at interval 4 the model takes a record, a timer's event or a configuration
+    write at most once every 4 cycles: records offered back to back are taken every 4 cycles; a
+    configuration write offered with them waits while the gate is shut and, taken, shuts it for
+    the records (one may go with a record in its cycle); a due timer's event takes the gate in
+    a record's place. At interval 1 the same records go one a cycle."""
+    s = rc.Setup(*SMALL, seed=13, ack_every=1)
+    idle = {"s_meta__valid": 0, "s_cfg__valid": 0, "s_payload__valid": 0, "m_ack__ready": 1,
+            "m_place__ready": 1, "m_data__ready": 1, "reg_addr": 0}
+
+    def cfg(w):
+        return pack(s.lay.cfg, {"table": w.table, "addr": w.addr, "data": w.value})
+    c = s.conns[0]
+    for interval, spacing in ((1, {1}), (4, {4})):
+        m = RxCycleModel(64, *SMALL, interval=interval)
+        cfg_cycles = []
+        for w in s.writes:
+            while True:
+                out = m.step(dict(idle, s_cfg__valid=1, s_cfg__payload=cfg(w)))
+                if out["s_cfg__ready"]:
+                    cfg_cycles.append(m.now - 1)
+                    break
+        assert {b - a for a, b in zip(cfg_cycles, cfg_cycles[1:])} == spacing
+        for _ in range(8):
+            m.step(idle)
+        pkts = [s.write(c, path=0, plen=0) for _ in range(12)]
+        taken, i = [], 0
+        for cycle in range(80):
+            out = m.step(dict(idle, s_meta__valid=int(i < len(pkts)), s_meta__payload=pkts[min(i, 11)].meta))
+            if out["s_meta__ready"] and i < len(pkts):
+                taken.append(cycle)
+                i += 1
+        assert len(taken) == 12 and {b - a for a, b in zip(taken, taken[1:])} == spacing
+    # a configuration write and records offered together at interval 4: one entry every 4 cycles
+    m = RxCycleModel(64, *SMALL, interval=4)
+    for w in s.writes:
+        while not m.step(dict(idle, s_cfg__valid=1, s_cfg__payload=cfg(w)))["s_cfg__ready"]:
+            pass
+    for _ in range(8):
+        m.step(idle)
+    entries = []
+    pkts = [s.write(c, path=0, plen=0) for _ in range(4)]
+    i, wrote = 0, False
+    for cycle in range(40):
+        inp = dict(idle, s_meta__valid=int(i < len(pkts)), s_meta__payload=pkts[min(i, 3)].meta,
+                   s_cfg__valid=int(not wrote and cycle >= 2), s_cfg__payload=cfg(s.writes[0]))
+        out = m.step(inp)
+        took_meta = out["s_meta__ready"] and i < len(pkts)
+        took_cfg = out["s_cfg__ready"] and inp["s_cfg__valid"]
+        if took_meta or took_cfg:
+            entries.append(cycle)
+        i += int(bool(took_meta))
+        wrote |= bool(took_cfg)
+    assert wrote and i == len(pkts)
+    assert {b - a for a, b in zip(entries, entries[1:])} == {4}
+    # the timer's event: ack_delay on, ack_every high, one record arms a timer whose event enters
+    # the pipeline; the next record waits behind that event's gate
+    m = RxCycleModel(64, *SMALL, interval=4)
+    st = rc.Setup(*SMALL, seed=13, ack_every=8, ack_delay=20)
+    for w in st.writes:
+        while not m.step(dict(idle, s_cfg__valid=1, s_cfg__payload=cfg(w)))["s_cfg__ready"]:
+            pass
+    assert m.rx.ack_delay == 20
+    for _ in range(4):
+        m.step(idle)
+    assert m.step(dict(idle, s_meta__valid=1, s_meta__payload=st.write(st.conns[0], path=0, plen=0).meta))[
+        "s_meta__ready"]
+    gate_log = []
+    for cycle in range(60):
+        fired = m.t_due and m.gate.open
+        gate_log.append((fired, m.gate.open))
+        m.step(idle)
+    fire_at = [k for k, (f, _) in enumerate(gate_log) if f]
+    assert len(fire_at) == 1 and not any(o for _, o in gate_log[fire_at[0] + 1:fire_at[0] + 4])
+
+
 def test_path_config_write():
     """MR-RX-060: a path-row write sets the window (a path reopened at a new PSN)."""
     s = rc.Setup(*SMALL, seed=14)

@@ -83,3 +83,19 @@ def test_rx_rtl_send_traffic_at_64():
     The Amaranth simulator runs this traffic at 128 bits, where its simulation is cheapest."""
     row = _endpoint_traffic(64, 1, 4096, 0.4, 0.3, 1, hostile=12, writes=6)
     assert row["outcomes"]["RNR"] > 0 and row["traffic"]["reads"] >= 1
+
+
+@pytest.mark.slow
+def test_rx_rtl_engine_interval():
+    """MR-RX-321: the RX as the engine builds it (``rx_engine``: 2 connections x 4 paths, chunk
+    window 32, the responder bound) at 64 bits, behind its frame interval 8 and without the
+    forwards between entries (MR-RX-319/320), in lockstep with its model at interval 8 under
+    idle cycles and backpressure, then back to back on one path (taken every 8 cycles), records
+    of one path at distances 1 to 3 with path writes among them, slides and filled gaps, and
+    the delayed-ACK timer: 0 mismatches (tb/rx.py ``rx_interval``)."""
+    b = tb_build.build(blocks.get("rx_engine"), 64)
+    env = {"RX_INTERVAL": "8", "RX_SEED": os.environ.get("RX_SEED", "64"), "RX_RANDOM": os.environ.get("RX_RANDOM", "300")}
+    row = vl.run_one(b, "metaroce.tb.rx", "rx_interval", env, out_var="RX_INTERVAL_OUT")
+    print(json.dumps(row))                  # the figures, with -rP
+    assert row["mismatches"] == 0 and row["interval"] == 8 and row["burst_spacing"] == [8]
+    assert row["outcomes"]["ACCEPTED"] > 300 and row["timer_acks_equal"]
