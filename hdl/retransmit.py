@@ -28,6 +28,10 @@ bits are comparisons and S1's terms are computed on both candidate rows (MR-TX-0
 row write waits for the event's decision only through its enable (MR-TX-067), and the
 counters count one cycle after their events (MR-TX-040).
 
+``interval`` (MR-TX-453/454, default 1): MR-ENG-299's frame interval N; stage 0 then takes an
+event at most every ``max(1, N // 2)`` cycles and the path-table and health forwards of events
+closer than that are not built (the engine's instance: N = 8, no forward).
+
 Golden model: :class:`metaroce.models.retransmit.RetransmitCycleModel`, cycle by cycle.
 """
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Shape, Signal, Value
@@ -503,8 +507,8 @@ class Retransmit(wiring.Component):
                               & room(error_q.level, OUT_DEPTH - 1)
                               & room(probe_q.level, OUT_DEPTH - 1))
         # MR-TX-453: the interval gate on the take of any event (none at a gap of 1)
-        took = Signal()
-        gate = interval_ready(m, self.take_gap, took, "take_wait") if self.take_gap > 1 else None
+        took = Signal(name="take_took") if self.take_gap > 1 else None
+        gate = interval_ready(m, self.take_gap, took, "take_wait") if took is not None else None
         take_ok = credit if gate is None else credit & gate
         m.d.comb += self.s_ack.ready.eq(take_ok)
         ack_take = self.s_ack.valid & take_ok
@@ -526,7 +530,8 @@ class Retransmit(wiring.Component):
             rto_q.r_en.eq(rto_take),
         ]
         sent_take = self.s_sent.valid & self.s_sent.ready
-        m.d.comb += took.eq(rto_take | check_take | ack_take | sent_take)
+        if took is not None:
+            m.d.comb += took.eq(rto_take | check_take | ack_take | sent_take)
         ina, ins = self.s_ack.payload, self.s_sent.payload
         rec = data.View(lay.rec, rec_data)
         # MR-TX-264: the take's four candidate rows, in the take's priority (MR-TX-033); the

@@ -41,6 +41,8 @@ its ``m_rd``, MR-TX-333);
 the retry-limit report leaves on ``m_error`` and into its ``s_error`` together (MR-TX-318).
 With ``verdicts`` either scheduler's kept verdicts (a suspicion taken as a reroute on a
 connection's last active path) reach the windows as REROUTE restores (MR-TX-322, MR-TX-351).
+``interval`` (MR-TX-455, default 1): MR-ENG-299's frame interval, handed to the retransmit unit
+(MR-TX-453/454).
 
 Golden model: :class:`metaroce.models.tx.TxCycleModel`, cycle by cycle on every port.
 """
@@ -588,6 +590,12 @@ class Tx(wiring.Component):
 def tx_small(width=64):
     """MR-TX-100: the small instance (models.tx.SMALL), the block ``tx``."""
     return Tx(width, **SMALL)
+
+
+def tx_interval_small(width=64):
+    """MR-TX-455/456: the small instance at MR-ENG-299's frame interval of ``width`` (8 at 64
+    bits), the block ``tx_interval``."""
+    return Tx(width, **SMALL, interval=records.frame_interval(width))
 
 
 def tx_verdicts_small(width=64):

@@ -283,6 +283,19 @@ BLOCKS: dict[str, Block] = {
         shares={"sched": r"^sched$", "rtx": r"^rtx$", "join": r"^join$", "dma": r"^dma$",
                 "fb": r"^fb$"},
     ),
+    # The TX engine's joined slice at the frame interval of its width (issue 13; hw-tx.md
+    # section 1.5p, MR-TX-455/456): tx's ports, the retransmit unit behind the interval's gate.
+    "tx_interval": Block(
+        name="tx_interval",
+        component="metaroce.hdl.tx:tx_interval_small",
+        model="metaroce.models.tx:tx_model_interval_small",
+        tb="metaroce.tb.tx",
+        help="TX engine (joined slice), small instance, at the frame interval of its width "
+             "(8 at 64 bits: the retransmit unit takes an event every 4 cycles at most)",
+        widths=(64,),
+        shares={"sched": r"^sched$", "rtx": r"^rtx$", "join": r"^join$", "dma": r"^dma$",
+                "fb": r"^fb$"},
+    ),
     # The TX engine's joined slice with the pacer in the scheduler (issue 12; hw-tx.md section
     # 2.9, MR-TX-248): the pacer's write port and configuration added to tx's ports.
     "tx_paced": Block(

@@ -534,7 +534,10 @@ class RetransmitCycleModel:
     ``("rto", conn, path, sample, rto)`` (MR-TX-054), ``("probe", conn, path, now, age_now)``
     (MR-TX-162; ``age_now``: the previous cycle's clock, at which the ages were tested,
     MR-TX-343); replaying
-    it through :class:`RetransmitModel` gives the reports the unit must emit (MR-TX-050)."""
+    it through :class:`RetransmitModel` gives the reports the unit must emit (MR-TX-050).
+
+    ``interval`` (MR-TX-453): MR-ENG-299's frame interval; stage 0 takes an event at most every
+    :func:`take_gap` cycles (:attr:`gate`)."""
 
     def __init__(self, width=64, conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL,
                  *, rto_ns=RTO_NS, retry_limit=RETRY_LIMIT, slot_log2=SLOT_LOG2, probes=True,

@@ -14,7 +14,8 @@ of the blocks it joins, stepped as the RTL (hdl/tx.py) wires them, plus the join
   (:class:`~metaroce.models.tx_pace.PacedTxSchedCycleModel`) in the scheduler's place; with
   ``verdicts`` (MR-TX-256..258) the unit's path verdicts and the scheduler's restores into the
   windows; with ``rows`` (MR-TX-316..322) the row scheduler
-  (:class:`~metaroce.models.tx_sched_rows.TxSchedRowsModel`) in the register scheduler's place.
+  (:class:`~metaroce.models.tx_sched_rows.TxSchedRowsModel`) in the register scheduler's place;
+  ``interval`` (MR-TX-455) is MR-ENG-299's frame interval, handed to the retransmit unit.
 
 It is not a second description of any block: each block's timing is its own model's. One clock
 (MR-TX-104): the outputs of the DMA, the frame builder, the join stage and the retransmit unit's
@@ -734,6 +735,12 @@ class TxCycleModel:
 def tx_model_small(width=64):
     """The model of the small instance ``hdl.tx.tx_small`` (MR-TX-100)."""
     return TxCycleModel(width, **SMALL)
+
+
+def tx_model_interval_small(width=64):
+    """The model of ``hdl.tx.tx_interval_small``, the block ``tx_interval`` (MR-TX-455/456)."""
+    from .records import frame_interval
+    return TxCycleModel(width, **SMALL, interval=frame_interval(width))
 
 
 def tx_model_verdicts_small(width=64):
