@@ -13,8 +13,8 @@ to the retry limit's error report), random idle cycles and backpressure on every
 checker; then a burst of back-to-back ACKs, each taken in one cycle (MR-TX-034). Results to
 ``RTX_OUT`` (JSON) if set; ``RTX_NS_PER_CYCLE`` the driver's clock (MR-TX-205). Instance: ``RTX_CONNS``, ``RTX_PATHS``, ``RTX_POOL`` (default
 256 x 4, 1,024 records); ``RTX_ENGINE=1``: the engine's instance instead (``retransmit_engine``,
-MR-TX-456: 2 x 4, 256 records, interval 8), traffic on at most 4 of its 8 paths and the hole,
-the burst on 2 of the others, its ACKs taken one every ``take_gap`` cycles (MR-TX-453).
+MR-TX-456: 2 x 4, 256 records, interval 8), traffic on at most 6 of its 8 paths and the hole,
+the burst on one of the others, its ACKs taken one every ``take_gap`` cycles (MR-TX-453).
 """
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ async def retransmit_lockstep(dut):
     # MR-TX-162: two connections' paths, 1 ACK in 8 lost: tail probes, then timeouts
     items = rc.traffic(conns, paths, pool, int(os.environ.get("RTX_EVENTS", "1500")), seed=seed,
                        black_hole=10, ack_loss=0.125, shared=2, rto_ns=model.rto_ns,
-                       **({"n_paths": 4} if engine else {}))
+                       **({"n_paths": 6} if engine else {}))
     # MR-TX-205: RTX_NS_PER_CYCLE (default 4): with the ages (MR-TX-203) a clock of a few ns per
     # cycle makes every RTT sample tens of ns, so every progress ages out before an expiry
     drv = rc.Driver(model.lay, items, seed=seed, p_idle=0.2, p_bp=0.4,
@@ -70,7 +70,7 @@ async def retransmit_lockstep(dut):
     # the engine's 8 rows: the items on a path out of range (refused, MR-TX-021) touch no row
     avoid = [it for it in items if it[0] == "wait" or it[1]["path"] < paths] if engine else items
     burst = rc.ack_burst(conns, paths, pool, seed=seed, avoid=avoid,
-                         **({"n_rows": 2, "per_row": 8} if engine else {}))
+                         **({"n_rows": 1, "per_row": 16} if engine else {}))
     drv2 = rc.Driver(model.lay, burst["items"], seed=seed + 1, p_idle=0.0, p_bp=0.0, now0=drv.now)
     n2 = await drive(h, drv2, busy=model.busy)
     acks_taken = [c for c, (k, _) in zip(drv2.res["taken"], burst["items"]) if k == "ack"]

@@ -5,9 +5,15 @@ default the engine's 8; ``--interval 1`` is the unit before MR-TX-453/454, the s
 main's), its Verilog as ``metaroce pnr`` writes it (``platform=ECP5``), mapped with the build's
 Yosys flow (``synth_ecp5_script``); prints the cell counts and the COMB estimate (LUT4 + 2
 CCU2C + 6 DPR16X4, as tx_sched_engine_ecp5.py) and writes DIR/mapped.json (module ``rtx``) for
-``docs/hw/probes/ecp5_mapped_depth.py DIR/mapped.json`` (the levels).
+``docs/hw/probes/ecp5_mapped_depth.py DIR/mapped.json`` (the levels). ``--packed``: also
+nextpnr's packing of the unit alone (``engine_block_ecp5.packed_row``, as rtx41's table:
+TRELLIS_COMB, FF, DPR16X4) in DIR/packed.
 
-    .venv/bin/python docs/hw/probes/rti42_rtx_engine_ecp5.py DIR [--interval N]
+    .venv/bin/python docs/hw/probes/rti42_rtx_engine_ecp5.py DIR [--interval N] [--packed] [--main-py F]
+
+``--main-py F``: the unit from another tree's hdl/retransmit.py (e.g. ``git show
+0fa5b39:hdl/retransmit.py > F``: main's before MR-TX-453), with the same parameters (no
+``interval``: that tree has none): the baseline.
 """
 import argparse
 import collections
@@ -24,10 +30,29 @@ from metaroce.sim.verilator import generate_verilog
 ap = argparse.ArgumentParser()
 ap.add_argument("dir")
 ap.add_argument("--interval", type=int, default=None)
+ap.add_argument("--packed", action="store_true")
+ap.add_argument("--main-py", default=None)
 a = ap.parse_args()
 out = Path(a.dir)
 out.mkdir(parents=True, exist_ok=True)
-rtx = Engine(64, interval=a.interval).tx.rtx
+
+
+def unit():
+    u = Engine(64, interval=a.interval).tx.rtx
+    if not a.main_py:
+        return u
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("metaroce.hdl.retransmit_main", a.main_py)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    lay = u.lay
+    return mod.Retransmit(64, conns=lay.conns, paths=lay.paths, pool=lay.pool, rto_ns=u.rto_ns,
+                          retry_limit=u.retry_limit, slot_log2=u.slot_log2, probes=u.probes,
+                          ages=u.ages, verdict_health=u.verdict_health)
+
+
+rtx = unit()
 text = generate_verilog(rtx, "rtx", platform=ECP5)
 (out / "design.v").write_text(drop_zero_memory_init(text)[0])
 (out / "synth.ys").write_text(synth_ecp5_script("rtx"))
@@ -38,5 +63,9 @@ cells = collections.Counter(c["type"] for c in mod["cells"].values())
 keys = ("LUT4", "CCU2C", "TRELLIS_DPR16X4", "TRELLIS_FF", "DP16KD", "PDPW16KD", "PFUMX", "L6MUX21")
 fig = {k: cells.get(k, 0) for k in keys}
 fig["COMB"] = fig["LUT4"] + 2 * fig["CCU2C"] + 6 * fig["TRELLIS_DPR16X4"]
-fig["interval"] = rtx.interval
+fig["interval"] = getattr(rtx, "interval", "main")
 print(json.dumps(fig))
+if a.packed:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from engine_block_ecp5 import packed_row
+    print("packed:", json.dumps(packed_row(unit(), "rtx", out / "packed")))
