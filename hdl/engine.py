@@ -783,7 +783,7 @@ class Engine(wiring.Component):
         # MR-ENG-148: the scheduler's READs queued come out, for the rows the engine writes
         # MR-ENG-282: the TX half's one frame builder takes the ACK descriptors too
         self.tx = Tx(width, conns=conns, paths=paths, rd_rows=True, pacing=self.pacing, ack_desc=True,
-                     rows=self.rows, interval=self.interval, **kw)     # MR-TX-455
+                     rows=self.rows, **kw)
         # the scheduler's streams (the paced scheduler, MR-ENG-258, is a join without its own)
         self.tx_streams = kw["streams"]
         self.width, self.conns = width, conns

@@ -860,7 +860,7 @@ class EngineModel:
         # False: after the data descriptors, MR-ENG-286's negative control only)
         self.tx = TxCycleModel(width, conns, streams, paths, kw.pop("depth"), rd_rows=True,
                                pacing=self.pacing, ack_desc=True, ack_first=ack_first,
-                               rows=self.rows, interval=self.interval, **kw)  # MR-TX-455
+                               rows=self.rows, **kw)
         lay = self.tx.lay
         self.ack_in = AckInModel(conns, lay.rtx.ack)
         # MR-ENG-240/241: the TX half's m_rsp_done records also free the RX's resources

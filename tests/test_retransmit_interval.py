@@ -30,19 +30,22 @@ def run(interval, n, seed, *, forward_gap=None, model_interval=None, n_paths=4):
 
 
 def test_take_gap_and_engine_instance():
-    """MR-TX-453: the take gap is half the frame interval, at least 1; MR-TX-455/456: the
-    engine's unit (``Engine(64).tx.rtx``, ``EngineModel(64).tx.rtx``) takes MR-ENG-299's 8 at
-    64 bits, and ``retransmit_engine`` is that instance; the standalone default stays 1."""
+    """MR-TX-453: the take gap is half the frame interval, at least 1; MR-TX-455/456:
+    ``retransmit_engine`` is the engine's unit (``Engine(64).tx.rtx``'s parameters) at
+    MR-ENG-299's 8 for 64 bits; ``Tx`` and ``TxCycleModel`` hand their interval to the unit; the
+    standalone default stays 1."""
     assert [take_gap(n) for n in (1, 2, 3, 4, 8, 16)] == [1, 1, 1, 2, 4, 8]
     from metaroce.hdl.engine import Engine
-    from metaroce.models.engine import EngineModel
+    from metaroce.hdl.tx import Tx
+    from metaroce.models.tx import TxCycleModel
     u, e = Engine(64).tx.rtx, retransmit_engine(64)
-    assert u.interval == e.interval == records.frame_interval(64) == 8 and u.take_gap == 4
+    assert e.interval == records.frame_interval(64) == 8 and e.take_gap == 4
     assert (u.lay.conns, u.lay.paths, u.lay.pool, u.rto_ns, u.retry_limit, u.slot_log2, u.probes,
             u.ages) == (e.lay.conns, e.lay.paths, e.lay.pool, e.rto_ns, e.retry_limit,
                         e.slot_log2, e.probes, e.ages)
-    assert EngineModel(64).tx.rtx.interval == 8 and EngineModel(64).tx.rtx.gate.interval == 4
-    assert Retransmit(64).interval == RetransmitCycleModel(64).interval == 1
+    assert Tx(64, interval=8).rtx.interval == 8
+    assert TxCycleModel(64, interval=8).rtx.gate.interval == 4
+    assert Retransmit(64).interval == RetransmitCycleModel(64).interval == Tx(64).rtx.interval == 1
 
 
 def _signal_names(dut):

@@ -1,8 +1,8 @@
 """The retransmit unit as the engine builds it, mapped to ECP5 (rti42, issue 13; not part of the
-design): ``Engine(64, interval=N).tx.rtx`` (2 connections x 4 paths, a pool of 256, the
-engine's RTO, tail probes, ages, verdict health; N the frame interval, MR-ENG-299/300, by
-default the engine's 8; ``--interval 1`` is the unit before MR-TX-453/454, the same RTL as
-main's), its Verilog as ``metaroce pnr`` writes it (``platform=ECP5``), mapped with the build's
+design): ``Engine(64).tx.rtx``'s parameters (2 connections x 4 paths, a pool of 256, the
+engine's RTO, tail probes, ages) with the frame interval N (MR-TX-453; by default the engine's
+8, MR-ENG-299: the engine does not hand it to the TX yet, MR-TX-455; ``--interval 1`` is the
+unit before MR-TX-453/454, main's RTLIL up to one wire's name), its Verilog as ``metaroce pnr`` writes it (``platform=ECP5``), mapped with the build's
 Yosys flow (``synth_ecp5_script``); prints the cell counts and the COMB estimate (LUT4 + 2
 CCU2C + 6 DPR16X4, as tx_sched_engine_ecp5.py) and writes DIR/mapped.json (module ``rtx``) for
 ``docs/hw/probes/ecp5_mapped_depth.py DIR/mapped.json`` (the levels). ``--packed``: also
@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 from metaroce.hdl.engine import Engine
+from metaroce.hdl.retransmit import Retransmit
 from metaroce.sim.pnr import ECP5, synth_ecp5_script
 from metaroce.sim.synth import drop_zero_memory_init
 from metaroce.sim.verilator import generate_verilog
@@ -38,18 +39,20 @@ out.mkdir(parents=True, exist_ok=True)
 
 
 def unit():
-    u = Engine(64, interval=a.interval).tx.rtx
+    u = Engine(64).tx.rtx
+    lay = u.lay
+    kw = dict(conns=lay.conns, paths=lay.paths, pool=lay.pool, rto_ns=u.rto_ns, retry_limit=u.retry_limit,
+              slot_log2=u.slot_log2, probes=u.probes, ages=u.ages, verdict_health=u.verdict_health)
     if not a.main_py:
-        return u
+        # MR-TX-455: the engine does not hand its interval to the TX yet: its unit's parameters
+        # with the interval given (by default the engine's, MR-ENG-299)
+        return Retransmit(64, interval=Engine(64).interval if a.interval is None else a.interval, **kw)
     import importlib.util
     spec = importlib.util.spec_from_file_location("metaroce.hdl.retransmit_main", a.main_py)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)
-    lay = u.lay
-    return mod.Retransmit(64, conns=lay.conns, paths=lay.paths, pool=lay.pool, rto_ns=u.rto_ns,
-                          retry_limit=u.retry_limit, slot_log2=u.slot_log2, probes=u.probes,
-                          ages=u.ages, verdict_health=u.verdict_health)
+    return mod.Retransmit(64, **kw)
 
 
 rtx = unit()
