@@ -28,6 +28,10 @@ bits are comparisons and S1's terms are computed on both candidate rows (MR-TX-0
 row write waits for the event's decision only through its enable (MR-TX-067), and the
 counters count one cycle after their events (MR-TX-040).
 
+``interval`` (MR-TX-453/454, default 1): MR-ENG-299's frame interval N; stage 0 then takes an
+event at most every ``max(1, N // 2)`` cycles and the path-table and health forwards of events
+closer than that are not built (the engine's instance: N = 8, no forward).
+
 Golden model: :class:`metaroce.models.retransmit.RetransmitCycleModel`, cycle by cycle.
 """
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Shape, Signal, Value
@@ -40,10 +44,11 @@ from ..models.retransmit import (CE_MAX, BACKOFF_MAX_LOG2, CONSEC_MAX, COUNTER_B
                                  EST_WRITE, INS_DEPTH, JOB_DEPTH, JOB_EXPIRE, JOB_RESTART, JOB_WALK,
                                  N_COUNTERS, OUT_DEPTH, RETIRE_AFTER, RETRY_LIMIT, RTO_DEPTH, RTO_MAX_NS,
                                  RTO_MIN_NS, SAMPLE_MAX, RTO_NS, SLOT_LOG2, SMALL,
-                                 STATUS_RETRY_EXC, WHEEL_SLOTS, check_params, layouts, srtt0)
-from .queue import HeadRegFIFO
+                                 STATUS_RETRY_EXC, WHEEL_SLOTS, check_params, engine_params, layouts, srtt0,
+                                 take_gap)
+from .queue import HeadRegFIFO, interval_ready
 
-__all__ = ["Retransmit", "retransmit_256x4"]
+__all__ = ["Retransmit", "retransmit_256x4", "retransmit_engine"]
 
 
 def _top_index(m, bits, name):
@@ -224,7 +229,7 @@ class Retransmit(wiring.Component):
 
     def __init__(self, width=64, *, conns=4096, paths=8, pool=16384, rto_ns=RTO_NS,
                  retry_limit=RETRY_LIMIT, slot_log2=SLOT_LOG2, collision_garbage=None, probes=True,
-                 ages=True, verdict_health=False, carry_chain=None):
+                 ages=True, verdict_health=False, carry_chain=None, interval=1, forward_gap=None):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         check_params(conns, paths, pool, rto_ns, retry_limit, slot_log2)
@@ -233,6 +238,13 @@ class Retransmit(wiring.Component):
         self.probes = bool(probes)      # MR-TX-166: tail probes on (the TX top keeps them off)
         self.ages = bool(ages)          # MR-TX-203/204: the health and ECN ages
         self.carry_chain = carry_chain  # MR-TX-359: the sums' form; None = the platform's
+        # MR-TX-453: MR-ENG-299's frame interval; stage 0 takes an event at most every
+        # ``take_gap`` cycles. MR-TX-454: the forwards of events closer than that are not
+        # built (``forward_gap``, for a negative control only: the forwards built as for that
+        # gap, whatever the take's)
+        self.interval = interval
+        self.take_gap = take_gap(interval)
+        self.forward_gap = self.take_gap if forward_gap is None else forward_gap
         # MR-TX-066, for simulation only: the block-RAM tables' read data inverted in the cycle
         # after the read met a write of the same row ("same": what the block RAM may return under
         # MR-FLOW-028) or of another row ("other": a negative control); counted on
@@ -494,26 +506,32 @@ class Retransmit(wiring.Component):
         m.d.sync += credit.eq(room(job_q.level, JOB_DEPTH - 1) & room(ins_q.level, INS_DEPTH - 1)
                               & room(error_q.level, OUT_DEPTH - 1)
                               & room(probe_q.level, OUT_DEPTH - 1))
-        m.d.comb += self.s_ack.ready.eq(credit)
-        ack_take = self.s_ack.valid & credit
+        # MR-TX-453: the interval gate on the take of any event (none at a gap of 1)
+        took = Signal(name="take_took") if self.take_gap > 1 else None
+        gate = interval_ready(m, self.take_gap, took, "take_wait") if took is not None else None
+        take_ok = credit if gate is None else credit & gate
+        m.d.comb += self.s_ack.ready.eq(take_ok)
+        ack_take = self.s_ack.valid & take_ok
         rto_req = rto_q.r_rdy
-        rto_take = rto_req & ~ack_take
+        rto_take = rto_req & ~ack_take if gate is None else rto_req & gate & ~ack_take
         qrto = data.View(rto_lay, rto_q.r_data)
         ins_r_valid = Signal()          # the insert registers behind the queue (MR-TX-060)
         ins_r2_valid = Signal()
         check_req = (~pop_phase & ~ins_r_valid & ~ins_r2_valid & ~ins_q.r_rdy & wheel_due
                      & cur_valid)
-        check_take = check_req & credit & ~ack_take & ~rto_req
+        check_take = check_req & take_ok & ~ack_take & ~rto_req
         # MR-TX-031: a free record for this packet and each sent packet in S1a and S1b
         sent_in = Signal(2)
         m.d.comb += sent_in.eq((s1a_valid & (s1a_kind == 0)) + (s1_valid & (s1_kind == 0)))
         m.d.comb += [
-            self.s_sent.ready.eq(credit & ~self.s_ack.valid & ~rto_req & ~check_req
+            self.s_sent.ready.eq(take_ok & ~self.s_ack.valid & ~rto_req & ~check_req
                                  & Mux(sent_in[1], free_level > 2,
                                        Mux(sent_in[0], free_level > 1, free_level != 0))),
             rto_q.r_en.eq(rto_take),
         ]
         sent_take = self.s_sent.valid & self.s_sent.ready
+        if took is not None:
+            m.d.comb += took.eq(rto_take | check_take | ack_take | sent_take)
         ina, ins = self.s_ack.payload, self.s_sent.payload
         rec = data.View(lay.rec, rec_data)
         # MR-TX-264: the take's four candidate rows, in the take's priority (MR-TX-033); the
@@ -609,14 +627,24 @@ class Retransmit(wiring.Component):
         # s1a_same_prev says it hit the row read (decided in the take cycle, as s1a_same)
         wb_prev = Signal(lay.path.size)
         s1a_same_prev = Signal()
-        m.d.sync += [s1a_same.eq(s1_valid & hit(lambda r: r == s1_row)),
-                     s1a_same_prev.eq(wb_valid & hit(lambda r: r == wb_addr)),
-                     wb_prev.eq(wb_data),
-                     s1_same.eq(s1_valid & s1a_valid & (s1a_row == s1_row)),
-                     s1_base.eq(Mux(wb_valid & s1a_same, wb_data,
-                                    Mux(s1a_same_prev, wb_prev, path_rd_data)))]
-        fwd = wb_valid & s1_same
-        row = data.View(lay.path, Mux(fwd, wb_data, s1_base))
+        # MR-TX-454: the forward of the event d ahead only where two takes may be d apart
+        # (d = 1: S1b's; 2: S1a's; 3: the write's own edge, MR-TX-240)
+        fwd1, fwd2, fwd3 = (self.forward_gap <= d for d in (1, 2, 3))
+        base_in = path_rd_data
+        if fwd3:
+            m.d.sync += [s1a_same_prev.eq(wb_valid & hit(lambda r: r == wb_addr)),
+                         wb_prev.eq(wb_data)]
+            base_in = Mux(s1a_same_prev, wb_prev, base_in)
+        if fwd2:
+            m.d.sync += s1a_same.eq(s1_valid & hit(lambda r: r == s1_row))
+            base_in = Mux(wb_valid & s1a_same, wb_data, base_in)
+        m.d.sync += s1_base.eq(base_in)
+        if fwd1:
+            m.d.sync += s1_same.eq(s1_valid & s1a_valid & (s1a_row == s1_row))
+            fwd = wb_valid & s1_same
+            row = data.View(lay.path, Mux(fwd, wb_data, s1_base))
+        else:
+            row = data.View(lay.path, s1_base)
         # MR-TX-163: the connection's health bits, read and forwarded as the path row is
         # (MR-TX-035), by the connection's part of the row index
         hwb_valid, hwb_addr, hwb_data = Signal(), Signal(cb), Signal(hw)
@@ -630,21 +658,29 @@ class Retransmit(wiring.Component):
             h_rd_conn = Signal(cb)
             m.d.sync += h_rd_conn.eq(path_rd.addr[pb:])
             m.d.comb += h_rd.addr.eq(h_rd_conn)
-            h_base_in = Mux(hwb_valid & s1a_hsame, hwb_data, h_rd.data)
+            h_base_in = h_rd.data
         else:
             m.d.comb += h_rd.addr.eq(path_rd.addr[pb:])
-            h_base_in = Mux(hwb_valid & s1a_hsame, hwb_data, Mux(s1a_hsame_prev, hwb_prev, h_rd.data))
-            m.d.sync += [s1a_hsame_prev.eq(hwb_valid & hit(lambda r: r[pb:] == hwb_addr)),
-                         hwb_prev.eq(hwb_data)]
-        s1_hsame_next = s1_valid & s1a_valid & (s1a_row[pb:] == s1_row[pb:])
-        m.d.sync += [s1a_hsame.eq(s1_valid & hit(lambda r: r[pb:] == s1_row[pb:])),
-                     s1_hsame.eq(s1_hsame_next),
-                     h_base.eq(h_base_in)]
+            h_base_in = h_rd.data
+            if fwd3:                                # MR-TX-454
+                h_base_in = Mux(s1a_hsame_prev, hwb_prev, h_base_in)
+                m.d.sync += [s1a_hsame_prev.eq(hwb_valid & hit(lambda r: r[pb:] == hwb_addr)),
+                             hwb_prev.eq(hwb_data)]
+        if fwd2:                                    # MR-TX-454
+            h_base_in = Mux(hwb_valid & s1a_hsame, hwb_data, h_base_in)
+            m.d.sync += s1a_hsame.eq(s1_valid & hit(lambda r: r[pb:] == s1_row[pb:]))
+        m.d.sync += h_base.eq(h_base_in)
         health_row = Signal(hw)
         h_write, h_new = Signal(), Signal(hw)
-        h_fwd = hwb_valid & s1_hsame
-        h_fwd_next = h_write & s1_hsame_next        # h_fwd after the edge (MR-TX-365)
-        m.d.comb += health_row.eq(Mux(h_fwd, hwb_data, h_base))
+        if fwd1:
+            s1_hsame_next = s1_valid & s1a_valid & (s1a_row[pb:] == s1_row[pb:])
+            m.d.sync += s1_hsame.eq(s1_hsame_next)
+            h_fwd = hwb_valid & s1_hsame
+            h_fwd_next = h_write & s1_hsame_next        # h_fwd after the edge (MR-TX-365)
+            m.d.comb += health_row.eq(Mux(h_fwd, hwb_data, h_base))
+        else:
+            # MR-TX-454: no event a cycle ahead of S1b's: the read row alone
+            m.d.comb += health_row.eq(h_base)
         health_raw, ecn_raw = health_row[:lay.paths], health_row[lay.paths]
         # MR-TX-241: S1b's decision ends at hwb_valid, not at the memory's write enable
         m.d.comb += [h_wr.en.eq(hwb_valid), h_wr.addr.eq(hwb_addr), h_wr.data.eq(hwb_data),
@@ -673,10 +709,15 @@ class Retransmit(wiring.Component):
             def recent_bits(v):
                 return Cat(*(recent_at(t_ack_of(v, q), srtt_x_of(v, q)) for q in range(lay.paths)))
             rec_base = Signal(lay.paths, name="h_rec_base")
-            rec_wb = Signal(lay.paths, name="h_rec_wb")
-            rec_base_in, rec_wb_in = Signal(lay.paths), Signal(lay.paths)
-            m.d.comb += [rec_base_in.eq(recent_bits(h_base_in)), rec_wb_in.eq(recent_bits(h_new))]
-            m.d.sync += [rec_base.eq(rec_base_in), rec_wb.eq(rec_wb_in)]
+            rec_base_in = Signal(lay.paths)
+            m.d.comb += rec_base_in.eq(recent_bits(h_base_in))
+            m.d.sync += rec_base.eq(rec_base_in)
+            if fwd1:
+                # MR-TX-454: the write's side only where S1b may forward it
+                rec_wb = Signal(lay.paths, name="h_rec_wb")
+                rec_wb_in = Signal(lay.paths)
+                m.d.comb += rec_wb_in.eq(recent_bits(h_new))
+                m.d.sync += rec_wb.eq(rec_wb_in)
 
             # MR-TX-211: the ages on the read row and on the previous write in parallel,
             # selected by the forward flag (MR-TX-038 (4)); "another path healthy" is ORed on
@@ -689,23 +730,29 @@ class Retransmit(wiring.Component):
             def others_of(v, rec):
                 return (v[:lay.paths] & rec & ~s1a_path_bit).any()
             others_aged = Signal(name="h_others_aged")
-            m.d.sync += others_aged.eq(Mux(h_fwd_next, others_of(h_new, rec_wb_in),
-                                           others_of(h_base_in, rec_base_in)))
+            others_in = others_of(h_base_in, rec_base_in)
+            if fwd1:
+                others_in = Mux(h_fwd_next, others_of(h_new, rec_wb_in), others_in)
+            m.d.sync += others_aged.eq(others_in)
             if self.verdict_health:
                 # MR-TX-300: the same aged bits, each side, selected by the forward flag
                 def aged_others(v, rec):
                     return v[:lay.paths] & rec & ~path_bit
-                healthy_bits = Mux(h_fwd, aged_others(hwb_data, rec_wb), aged_others(h_base, rec_base))
+                healthy_bits = aged_others(h_base, rec_base)
+                if fwd1:
+                    healthy_bits = Mux(h_fwd, aged_others(hwb_data, rec_wb), healthy_bits)
             # MR-TX-204, MR-TX-343: the ECN echo's age with the timed-out path's srtt, selected
             # and tested a cycle ahead (in S1a on the row S1b will start from, on S1b's write
             # for the row it forwards), registered
             erec_base, erec_wb = Signal(name="h_erec_base"), Signal(name="h_erec_wb")
             s1a_path = s1a_row[:pb]
-            m.d.sync += [erec_base.eq(recent_at(h_base_in[e_off:e_off + tw],
-                                                Array(srtt_x_of(h_base_in, q) for q in range(lay.paths))[s1a_path])),
-                         erec_wb.eq(recent_at(h_new[e_off:e_off + tw],
-                                              Array(srtt_x_of(h_new, q) for q in range(lay.paths))[s1a_path]))]
-            ecn_fresh = Mux(h_fwd, erec_wb, erec_base)
+            m.d.sync += erec_base.eq(recent_at(h_base_in[e_off:e_off + tw],
+                                               Array(srtt_x_of(h_base_in, q) for q in range(lay.paths))[s1a_path]))
+            ecn_fresh = erec_base
+            if fwd1:                                # MR-TX-454
+                m.d.sync += erec_wb.eq(recent_at(h_new[e_off:e_off + tw],
+                                                 Array(srtt_x_of(h_new, q) for q in range(lay.paths))[s1a_path]))
+                ecn_fresh = Mux(h_fwd, erec_wb, erec_base)
             ecn = ecn_raw & ecn_fresh
         else:
             ecn = ecn_raw
@@ -716,7 +763,8 @@ class Retransmit(wiring.Component):
         mem_row, wb_row = data.View(lay.path, s1_base), data.View(lay.path, wb_data)
 
         def both(term):
-            return Mux(fwd, term(wb_row), term(mem_row))
+            # MR-TX-454: on the read row alone where S1b forwards nothing
+            return Mux(fwd, term(wb_row), term(mem_row)) if fwd1 else term(mem_row)
         # MR-TX-423: a term that only S2a's registers (the job's fields) and the row's write
         # load is computed once, on the selected row: its select in front of it, not behind
         nrow = Signal(lay.path)
@@ -1346,3 +1394,10 @@ def retransmit_256x4(width=64):
     """The small instance: 256 connections x 4 paths, a pool of 1,024 records (MR-TX-001)."""
     conns, paths, pool = SMALL
     return Retransmit(width, conns=conns, paths=paths, pool=pool)
+
+
+def retransmit_engine(width=64):
+    """MR-TX-456: the unit as ``Engine(width)`` builds it (2 x 4, a pool of 256, the engine's RTO,
+    its frame interval: 8 at 64 bits)."""
+    conns, paths, pool, kw = engine_params(width)
+    return Retransmit(width, conns=conns, paths=paths, pool=pool, **kw)

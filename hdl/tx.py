@@ -41,6 +41,8 @@ its ``m_rd``, MR-TX-333);
 the retry-limit report leaves on ``m_error`` and into its ``s_error`` together (MR-TX-318).
 With ``verdicts`` either scheduler's kept verdicts (a suspicion taken as a reroute on a
 connection's last active path) reach the windows as REROUTE restores (MR-TX-322, MR-TX-351).
+``interval`` (MR-TX-455, default 1): MR-ENG-299's frame interval, handed to the retransmit unit
+(MR-TX-453/454).
 
 Golden model: :class:`metaroce.models.tx.TxCycleModel`, cycle by cycle on every port.
 """
@@ -360,7 +362,7 @@ class Tx(wiring.Component):
                  retry_limit=rtx_model.RETRY_LIMIT, slot_log2=rtx_model.SLOT_LOG2, rd_rows=False,
                  pacing=False, pace_ignored=False, verdicts=False, restores=True, ack_desc=False,
                  share_out=None, health_wrong=False, restore_after_ack=None, rows=False,
-                 **sched_kw):
+                 interval=1, **sched_kw):
         unknown = set(sched_kw) - set(_SCHED_KW)
         if unknown:
             raise TypeError(f"unknown parameters {sorted(unknown)}")
@@ -421,7 +423,7 @@ class Tx(wiring.Component):
         # MR-TX-179: the unit's tail probes on, its m_probe joined to the scheduler's s_probe
         self.rtx = Retransmit(width, conns=conns, paths=paths, pool=pool, rto_ns=rto_ns,
                               retry_limit=retry_limit, slot_log2=slot_log2, probes=True,
-                              verdict_health=self.share_out)
+                              verdict_health=self.share_out, interval=interval)     # MR-TX-455
         # MR-TX-280: ack_desc adds s_ack_desc (the engine's ACK descriptors into the one builder)
         self.ack_desc = bool(ack_desc)
         self.data = TxData(width, conns=conns, streams=streams, paths=paths, depth=depth,
@@ -588,6 +590,12 @@ class Tx(wiring.Component):
 def tx_small(width=64):
     """MR-TX-100: the small instance (models.tx.SMALL), the block ``tx``."""
     return Tx(width, **SMALL)
+
+
+def tx_interval_small(width=64):
+    """MR-TX-455/456: the small instance at MR-ENG-299's frame interval of ``width`` (8 at 64
+    bits), the block ``tx_interval``."""
+    return Tx(width, **SMALL, interval=records.frame_interval(width))
 
 
 def tx_verdicts_small(width=64):

@@ -119,6 +119,14 @@ BLOCKS: dict[str, Block] = {
         tb="metaroce.tb.retransmit",
         help="TX retransmit unit (first slice), small instance: 256 x 4 paths, 1,024 records",
     ),
+    "retransmit_engine": Block(
+        name="retransmit_engine",
+        component="metaroce.hdl.retransmit:retransmit_engine",
+        model="metaroce.models.retransmit:retransmit_model_engine",
+        tb="metaroce.tb.retransmit",
+        help="TX retransmit unit as the engine builds it: 2 x 4 paths, 256 records, the frame "
+             "interval of its width (MR-TX-453..456)",
+    ),
     "dma_write": Block(
         name="dma_write",
         component="metaroce.hdl.dma_write:DmaWrite",
@@ -281,6 +289,19 @@ BLOCKS: dict[str, Block] = {
         help="TX engine (joined slice), small instance: 2 connections x 2 streams x 4 paths; "
              "work requests, ACKs and templates in, frames and AXI4 payload reads out "
              "(docs/spec/hw-tx.md)",
+        shares={"sched": r"^sched$", "rtx": r"^rtx$", "join": r"^join$", "dma": r"^dma$",
+                "fb": r"^fb$"},
+    ),
+    # The TX engine's joined slice at the frame interval of its width (issue 13; hw-tx.md
+    # section 1.5p, MR-TX-455/456): tx's ports, the retransmit unit behind the interval's gate.
+    "tx_interval": Block(
+        name="tx_interval",
+        component="metaroce.hdl.tx:tx_interval_small",
+        model="metaroce.models.tx:tx_model_interval_small",
+        tb="metaroce.tb.tx",
+        help="TX engine (joined slice), small instance, at the frame interval of its width "
+             "(8 at 64 bits: the retransmit unit takes an event every 4 cycles at most)",
+        widths=(64,),
         shares={"sched": r"^sched$", "rtx": r"^rtx$", "join": r"^join$", "dma": r"^dma$",
                 "fb": r"^fb$"},
     ),

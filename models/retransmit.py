@@ -34,7 +34,7 @@ from .rx import pack, unpack
 __all__ = ["Layouts", "layouts", "check_params", "RetransmitModel", "RetransmitCycleModel",
            "Decision", "JOB_DEPTH", "OUT_DEPTH", "COUNTER_BITS", "N_COUNTERS", "CTR",
            "retransmit_model_256x4", "SMALL", "ackev_ce", "srtt0", "CE_MAX", "probe_ok", "recent",
-           "path_verdict", "RETIRE_AFTER"]
+           "path_verdict", "RETIRE_AFTER", "take_gap", "engine_params", "retransmit_model_engine"]
 
 #: MR-TX-001: the small instance (connections, paths, pool records).
 SMALL = (256, 4, 1024)
@@ -203,6 +203,12 @@ CE_MAX = (1 << cwnd_model.PKTS_BITS) - 1
 def ackev_ce(a):
     """MR-TX-070: the CE count an ACK echoes (``ce_count`` with ECE, else 0), saturated."""
     return min(a["ce_count"], CE_MAX) if a["ece"] else 0
+
+
+def take_gap(interval):
+    """MR-TX-453: the fewest cycles between two events stage 0 takes at MR-ENG-299's frame
+    interval ``interval``: half of it (an ACK and a sent packet a frame), at least 1."""
+    return max(1, interval // 2)
 
 
 def srtt0(rto_ns):
@@ -528,15 +534,22 @@ class RetransmitCycleModel:
     ``("rto", conn, path, sample, rto)`` (MR-TX-054), ``("probe", conn, path, now, age_now)``
     (MR-TX-162; ``age_now``: the previous cycle's clock, at which the ages were tested,
     MR-TX-343); replaying
-    it through :class:`RetransmitModel` gives the reports the unit must emit (MR-TX-050)."""
+    it through :class:`RetransmitModel` gives the reports the unit must emit (MR-TX-050).
+
+    ``interval`` (MR-TX-453): MR-ENG-299's frame interval; stage 0 takes an event at most every
+    :func:`take_gap` cycles (:attr:`gate`)."""
 
     def __init__(self, width=64, conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL,
                  *, rto_ns=RTO_NS, retry_limit=RETRY_LIMIT, slot_log2=SLOT_LOG2, probes=True,
-                 ages=True, verdict_health=False):
+                 ages=True, verdict_health=False, interval=1):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         check_params(conns, paths, pool, rto_ns, retry_limit, slot_log2)
         self.width = width
+        # MR-TX-453: MR-ENG-299's frame interval; stage 0 takes an event at most every
+        # take_gap(interval) cycles (1: every cycle, MR-TX-033)
+        self.interval = interval
+        self.gate = records.IntervalGate(take_gap(interval))
         # MR-TX-300: a verdict's item carries the health bits it was decided on
         self.verdict_health = bool(verdict_health)
         self.lay = layouts(conns, paths, pool, health=self.verdict_health)
@@ -685,19 +698,21 @@ class RetransmitCycleModel:
                          and self.probe_q.level + inflight < OUT_DEPTH - 1)
         # -- what is taken (MR-TX-033): an ACK, an RTO, the wheel's check, a sent packet
         ack_valid = g("s_ack__valid", 0)
-        ack_ready = int(credit)
+        # MR-TX-453: the interval gate on stage 0's take of any event
+        gate = self.gate.open
+        ack_ready = int(credit and gate)
         ack_take = ack_ready and ack_valid
         rto_req = self.rto_q.level > 0
-        rto_take = rto_req and not ack_take
+        rto_take = rto_req and gate and not ack_take
         check_req = False
         if (self.pop_slot is None and self.ins_r is None and self.ins_r2 is None
                 and not self.ins_q.level
                 and self.due_r):
             check_req = bool(self.slot_valid[self.ct % WHEEL_SLOTS])
-        check_take = check_req and credit and not ack_take and not rto_req
+        check_take = check_req and credit and gate and not ack_take and not rto_req
         # MR-TX-031: a free record for this packet and for each sent packet in S1a and S1b
         s1_sent = sum(int(s is not None and s[0] == "sent") for s in (self.s1a, self.s1b))
-        sent_ready = int(credit and not ack_valid and not rto_req and not check_req
+        sent_ready = int(credit and gate and not ack_valid and not rto_req and not check_req
                          and self.free_level > int(s1_sent))
         out = {
             "s_sent__ready": sent_ready, "s_ack__ready": ack_ready,
@@ -873,6 +888,7 @@ class RetransmitCycleModel:
             self.s1a = ("check", check_op)
         elif sent_ready and g("s_sent__valid", 0):
             self.s1a = ("sent", unpack(lay.sent, g("s_sent__payload", 0)))
+        self.gate.step(self.s1a is not None)
         # -- queues and the free list at the clock edge
         self.job_q.update(job_pop, job_push is not None, job_push)
         # the insert register takes the queue's head when it is empty or taken (MR-TX-060)
@@ -1059,3 +1075,19 @@ class RetransmitCycleModel:
 def retransmit_model_256x4(width=64):
     """The model of the small instance (hdl.retransmit.retransmit_256x4)."""
     return RetransmitCycleModel(width, *SMALL)
+
+
+def engine_params(width=64):
+    """MR-TX-456: the unit's parameters as ``Engine(width)`` builds it (``Tx``'s ``rtx``: 2
+    connections x 4 paths, ``engine_tx_params``' pool and RTO, tail probes, MR-ENG-299's frame
+    interval of ``width``): ``(conns, paths, pool, keywords)``."""
+    from .engine import engine_tx_params
+    kw = engine_tx_params({})
+    return 2, 4, kw["pool"], {"rto_ns": kw["rto_ns"], "probes": True,
+                              "interval": records.frame_interval(width)}
+
+
+def retransmit_model_engine(width=64):
+    """MR-TX-456: the model of hdl.retransmit.retransmit_engine (the engine's instance)."""
+    conns, paths, pool, kw = engine_params(width)
+    return RetransmitCycleModel(width, conns, paths, pool, **kw)

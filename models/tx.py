@@ -14,7 +14,8 @@ of the blocks it joins, stepped as the RTL (hdl/tx.py) wires them, plus the join
   (:class:`~metaroce.models.tx_pace.PacedTxSchedCycleModel`) in the scheduler's place; with
   ``verdicts`` (MR-TX-256..258) the unit's path verdicts and the scheduler's restores into the
   windows; with ``rows`` (MR-TX-316..322) the row scheduler
-  (:class:`~metaroce.models.tx_sched_rows.TxSchedRowsModel`) in the register scheduler's place.
+  (:class:`~metaroce.models.tx_sched_rows.TxSchedRowsModel`) in the register scheduler's place;
+  ``interval`` (MR-TX-455) is MR-ENG-299's frame interval, handed to the retransmit unit.
 
 It is not a second description of any block: each block's timing is its own model's. One clock
 (MR-TX-104): the outputs of the DMA, the frame builder, the join stage and the retransmit unit's
@@ -488,7 +489,7 @@ class TxCycleModel:
                  retry_limit=rtx_model.RETRY_LIMIT, slot_log2=rtx_model.SLOT_LOG2, rd_rows=False,
                  pacing=False, pace_ignored=False, verdicts=False, restores=True,
                  pace_full_only=False, ack_desc=False, ack_first=True, share_out=None,
-                 restore_after_ack=None, rows=False, **sched_kw):
+                 restore_after_ack=None, rows=False, interval=1, **sched_kw):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
@@ -550,7 +551,7 @@ class TxCycleModel:
         # MR-TX-179: the unit's tail probes on, its m_probe joined to the scheduler's s_probe
         self.rtx = RetransmitCycleModel(width, conns, paths, pool, rto_ns=rto_ns,
                                         retry_limit=retry_limit, slot_log2=slot_log2, probes=True,
-                                        verdict_health=self.share_out)
+                                        verdict_health=self.share_out, interval=interval)  # MR-TX-455
         # MR-TX-280: ``ack_desc`` adds s_ack_desc, the ACK descriptors into the one builder
         self.ack_desc = bool(ack_desc)
         self.data = TxDataCycleModel(width, conns, streams, paths, depth, pool=pool,
@@ -734,6 +735,12 @@ class TxCycleModel:
 def tx_model_small(width=64):
     """The model of the small instance ``hdl.tx.tx_small`` (MR-TX-100)."""
     return TxCycleModel(width, **SMALL)
+
+
+def tx_model_interval_small(width=64):
+    """The model of ``hdl.tx.tx_interval_small``, the block ``tx_interval`` (MR-TX-455/456)."""
+    from .records import frame_interval
+    return TxCycleModel(width, **SMALL, interval=frame_interval(width))
 
 
 def tx_model_verdicts_small(width=64):

@@ -10,7 +10,8 @@ comparison is the lockstep core of :mod:`metaroce.tb.lockstep` (every output eve
 bytes) with bad ones, random idle cycles and backpressure on every output, random AXI read
 latency, lost frames and their resends, ``TX_RSPS`` READ responses on ``s_rsp`` (default 10,
 MR-TX-171), then the checker. The instance is the small one
-(models.tx.SMALL); ``TX_ROWS=1`` for the block ``tx_rows`` (MR-TX-325). Results to
+(models.tx.SMALL); ``TX_ROWS=1`` for the block ``tx_rows`` (MR-TX-325); ``TX_INTERVAL=8`` for the
+block ``tx_interval`` (MR-TX-456). Results to
 ``TX_OUT`` (JSON) if set.
 
 ``tx_coverage`` (only with ``METAROCE_COVERAGE_OUT``): ``metaroce coverage tx`` (MR-TX-416).
@@ -64,7 +65,9 @@ async def tx_lockstep(dut):
     width = _width(dut)
     seed = int(os.environ.get("TX_SEED", "1"))
     # MR-TX-325: TX_ROWS=1 for the block tx_rows (the row scheduler's model)
-    model, h = await _harness(dut, width, rows=os.environ.get("TX_ROWS", "0") == "1")
+    # MR-TX-456: TX_INTERVAL, the model's frame interval (the block tx_interval's)
+    model, h = await _harness(dut, width, rows=os.environ.get("TX_ROWS", "0") == "1",
+                              interval=int(os.environ.get("TX_INTERVAL", "1")))
     sem = _sem()
     items, lay = xc.traffic(sem, int(os.environ.get("TX_WRS", "40")), seed=seed,
                             max_len=int(os.environ.get("TX_MAXLEN", "2500")))

@@ -531,12 +531,11 @@ def _health_forward_items(gap):
 
 HEALTH_WRONG = {
     # S1b's forward dropped: the health row's, and since MR-TX-365 the registered select's
-    0: ("h_fwd = hwb_valid & s1_hsame\n        h_fwd_next = h_write & s1_hsame_next",
-        "h_fwd = Const(0, 1)\n        h_fwd_next = Const(0, 1)"),
-    1: ("Mux(hwb_valid & s1a_hsame, hwb_data, Mux(s1a_hsame_prev, hwb_prev, h_rd.data))",
-        "Mux(0, hwb_data, Mux(s1a_hsame_prev, hwb_prev, h_rd.data))"),
+    0: ("h_fwd = hwb_valid & s1_hsame\n            h_fwd_next = h_write & s1_hsame_next",
+        "h_fwd = Const(0, 1)\n            h_fwd_next = Const(0, 1)"),
+    1: ("Mux(hwb_valid & s1a_hsame, hwb_data, h_base_in)", "Mux(0, hwb_data, h_base_in)"),
     # MR-TX-241's forward of the write made at the read's own edge dropped
-    2: ("Mux(s1a_hsame_prev, hwb_prev, h_rd.data)", "h_rd.data"),
+    2: ("Mux(s1a_hsame_prev, hwb_prev, h_base_in)", "h_base_in"),
 }
 
 
@@ -687,11 +686,10 @@ def test_wheel_increment_as_logic():
 # ------------------------------------------------------------------ S1b's depth with the ages (MR-TX-211..214)
 
 # MR-TX-365: "another path healthy", each side's OR and the forward select registered
-OTHERS_LINE = ("m.d.sync += others_aged.eq(Mux(h_fwd_next, others_of(h_new, rec_wb_in),\n"
-               "                                           others_of(h_base_in, rec_base_in)))")
+OTHERS_LINE = "others_in = Mux(h_fwd_next, others_of(h_new, rec_wb_in), others_in)"
 S1B_DEPTH_WRONG = {
     # MR-TX-211: "another path healthy" from the read row alone (the forward side dropped)
-    "others_read_row_only": (OTHERS_LINE, "m.d.sync += others_aged.eq(others_of(h_base_in, rec_base_in))"),
+    "others_read_row_only": (OTHERS_LINE, "others_in = others_in"),
     # MR-TX-365: the forward side's OR registered from the forward register (a write late)
     "others_wb_stale": ("others_of(h_new, rec_wb_in)", "others_of(hwb_data, rec_wb)"),
     # MR-TX-365: the select registered from the forward flag before the edge (a cycle late), or
@@ -747,7 +745,7 @@ def test_s1b_depth_wrong_forms_fail(case):
 
 LATE_WRITE_WRONG = {
     # MR-TX-240: the path table's forward of the write made at the read's own edge dropped
-    "path_prev_dropped": ("Mux(s1a_same_prev, wb_prev, path_rd_data)", "path_rd_data"),
+    "path_prev_dropped": ("Mux(s1a_same_prev, wb_prev, base_in)", "base_in"),
     # MR-TX-240: that forward's hit decided against S1b's row instead of the write's
     "path_prev_wrong_row": ("s1a_same_prev.eq(wb_valid & hit(lambda r: r == wb_addr))",
                             "s1a_same_prev.eq(wb_valid & hit(lambda r: r == s1_row))"),
@@ -974,8 +972,8 @@ def test_health_ffs_without_edge_forward(gap):
     res = _two_conns_forward_run(gap)
     assert [e[0] for e in res["model"].events if e[0] in ("probe", "timeout")] == ["probe", "timeout"]
     if gap == 1:
-        wrong = _retransmit_with("            h_base_in = Mux(hwb_valid & s1a_hsame, hwb_data, h_rd.data)",
-                                 "            h_base_in = h_rd.data")
+        wrong = _retransmit_with("            h_base_in = Mux(hwb_valid & s1a_hsame, hwb_data, h_base_in)",
+                                 "            h_base_in = h_base_in")
         with pytest.raises((Mismatch, AssertionError)):
             _two_conns_forward_run(gap, wrong)
 
@@ -1016,12 +1014,12 @@ def test_s1_row_registered_wrong_forms_fail(case):
 
 # ------------------------------------------------------------------ the ages tested a cycle ahead (MR-TX-343..345)
 
-AGES_AHEAD_LINE = "m.d.comb += [rec_base_in.eq(recent_bits(h_base_in)), rec_wb_in.eq(recent_bits(h_new))]"
+AGES_AHEAD_LINE = "m.d.comb += rec_base_in.eq(recent_bits(h_base_in))"
 # MR-TX-345's wrong form: the recent bits tested in S1b at S1b's clock (on S1b's registered read
 # and the forward register, the rows the deadlines of MR-TX-244 were registered from): before
 # MR-TX-343 the unit's timing (since MR-TX-365 "another path healthy" is registered beside the
 # recent bits, so the form is written on its select)
-AGES_AT_S1B = (OTHERS_LINE, "m.d.comb += others_aged.eq(Mux(h_fwd, (hwb_data[:lay.paths] & recent_bits(hwb_data) "
+AGES_AT_S1B = ("m.d.sync += others_aged.eq(others_in)", "m.d.comb += others_aged.eq(Mux(h_fwd, (hwb_data[:lay.paths] & recent_bits(hwb_data) "
                             "& ~path_bit).any(), (h_base[:lay.paths] & recent_bits(h_base) & ~path_bit).any()))")
 
 

@@ -54,3 +54,19 @@ def test_tx_rtl_cc_lockstep():
     b = tb_build.build(blocks.get("tx"), 64)
     row = vl.run_one(b, "metaroce.tb.tx", "tx_cc", out_var="TX_OUT")
     assert row["mismatches"] == 0 and row["completions"] == row["work_requests"]
+
+
+@pytest.mark.slow
+def test_tx_rtl_interval_lockstep():
+    """MR-TX-455, MR-TX-456: the TX's small instance at the frame interval of 64 bits (the block
+    ``tx_interval``: its retransmit unit takes an event every 4 cycles at most, no forwards)
+    against ``TxCycleModel(interval=8)`` under Verilator, tx_lockstep's workload: 0 mismatches,
+    every work request completed, resends and tail probes among them."""
+    b = tb_build.build(blocks.get("tx_interval"), 64)
+    env = {"TX_WRS": os.environ.get("TX_WRS", "40"), "TX_RSPS": os.environ.get("TX_RSPS", "10"),
+           "TX_SEED": os.environ.get("TX_SEED", "1"), "TX_MAXLEN": os.environ.get("TX_MAXLEN", "2500"),
+           "TX_INTERVAL": "8"}
+    row = vl.run_one(b, "metaroce.tb.tx", "tx_lockstep", env, out_var="TX_OUT")
+    assert row["mismatches"] == 0 and row["completions"] == row["work_requests"]
+    assert row["retransmits"] and row["lost"] and row["probes"] > 0
+    print(row)
