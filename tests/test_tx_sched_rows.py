@@ -756,6 +756,46 @@ def test_rows_rtl_depth_wrong_forms_fail(old, new, kw):
             rows_lockstep(dict(SMALL, paths=2, cwnd=4000), *kw, hdl=hdl)
 
 
+@pytest.mark.parametrize("old,new,kw", [
+    # MR-TXS-434: a report's head with its old base (the acknowledgement's move not seen)
+    ("Mux(new_ack, ack_fill, re.ack_base >= re.nchunks)", "(re.ack_base >= re.nchunks)",
+     (30, 1, {})),
+    # MR-TXS-435: a report's work without the lost chunk it queues
+    ("after_rep = base | lost_queued", "after_rep = base", (30, 1, {})),
+    # MR-TXS-432: a completion op without its stream's next message
+    pytest.param("first[s] & (nxt[s] | Cat(", "first[s] & (Cat(", (60, 3, {"p_bp": 0.8}),
+                 marks=pytest.mark.slow),
+    # MR-TXS-434: a report's window without the chunk's own bit
+    pytest.param("Cat(bits[j] | (rem <= j)", "Cat(re.ack_bits[j] | (rem <= j)", (30, 1, {}),
+                 marks=pytest.mark.slow),
+    # MR-TXS-433: a failure's head with its old status
+    pytest.param("failed = (e.status != 0) | fl_hit | (f.er_v & (f.er.status != 0))",
+                 "failed = (e.status != 0)", "fail", marks=pytest.mark.slow),
+    # MR-TXS-435: a work request's work without its chunks
+    pytest.param("(wr_unsent != 0) | rcount_nz)", "rcount_nz)", (30, 1, {}),
+                 marks=pytest.mark.slow),
+    # MR-TXS-435: a completion's work without its head's unsent chunks taken off
+    pytest.param("(st.send == st.done), (u != 0) | rcount_nz,", "(st.send == st.done), base,",
+                 "fail4", marks=pytest.mark.slow),
+    # MR-TXS-437: the last chunk a full MTU
+    pytest.param("Mux(chunk < n1, mtu, Mux(", "Mux(chunk <= n1, mtu, Mux(", (30, 1, {}),
+                 marks=pytest.mark.slow),
+    # MR-TXS-435: a new chunk's work without the chunk taken off
+    pytest.param("(cr.rcount != 1), cr.unsent != 1)", "(cr.rcount != 1), unsent_nz)", (30, 1, {}),
+                 marks=pytest.mark.slow)])
+def test_rows_rtl_queue_terms_wrong_forms_fail(old, new, kw):
+    """MR-TXS-436, MR-TXS-438 (negative controls): each wrong form of the queues' terms by the
+    op's kind (the completion queue's, MR-TXS-431..434; the active queue's, MR-TXS-435) and of
+    the chunk's bytes by its place (MR-TXS-437) mismatches the row model."""
+    from metaroce.tb.lockstep import Mismatch, wrong_form
+    hdl = wrong_form("tx_sched_rows", old, new)
+    with pytest.raises(Mismatch):
+        if kw in ("fail", "fail4"):
+            rows_lockstep(dict(SMALL), 30, 1 if kw == "fail" else 4, hdl=hdl, rsps=4, p_fail=0.1)
+        else:
+            rows_lockstep(dict(SMALL), kw[0], kw[1], hdl=hdl, **kw[2])
+
+
 # ------------------------------------------------------------------ restores (rowf33)
 
 class RowsRestoreDriver(tc.Driver):
