@@ -911,14 +911,18 @@ class TxSchedRows(wiring.Component):
             se = entry_at(Cat(st.send[:db], Const(s, sb)) if sb else st.send[:db])
             m.d.comb += nb_stream[s * (mtu_log2 + 1):(s + 1) * (mtu_log2 + 1)].eq(
                 chunk_bytes(se, se.next_chunk[:records.CHUNK_BITS]))
+        # MR-TXS-439: a schedule op's bytes (never the probe's arm: the packet, its window
+        # tests and its path updates are a schedule op's only); the frame's, a probe's too
+        nb_sched = Signal(mtu_log2 + 1)
+        m.d.comb += nb_sched.eq(Mux(resend, nb_resend, nb_stream.word_select(n_s, mtu_log2 + 1)
+                                    if S > 1 else nb_stream))
         g_nb = Signal(mtu_log2 + 1)
-        m.d.comb += g_nb.eq(Mux(is_probe, nb_probe, Mux(
-            resend, nb_resend, nb_stream.word_select(n_s, mtu_log2 + 1) if S > 1 else nb_stream)))
+        m.d.comb += g_nb.eq(Mux(is_probe, nb_probe, nb_sched))
         # MR-TXS-311: inflight + g_nb > window as g_nb > window - inflight (the room formed
         # from the row alone, one comparator after g_nb)
         conn_room = Signal(signed(records.BYTES_BITS + 2))
         m.d.comb += conn_room.eq(prm["conn_window"] - cr.inflight)
-        conn_block = (cr.inflight != 0) & (g_nb > conn_room)
+        conn_block = (cr.inflight != 0) & (nb_sched > conn_room)
         p_can = []
         for p in range(Pn):
             ps = r.paths[p]
@@ -959,7 +963,7 @@ class TxSchedRows(wiring.Component):
             ps = r.paths[p]
             room_p = Signal(signed(records.BYTES_BITS + 3), name=f"req_room{p}")
             m.d.comb += [room_p.eq(Mux(ps.col, mtu, ps.cwnd) - mtu - ps.inflight),
-                         req_p[p].eq((ps.since_req + 1 >= prm["ack_every"]) | (g_nb > room_p)
+                         req_p[p].eq((ps.since_req + 1 >= prm["ack_every"]) | (nb_sched > room_p)
                                      | few | (ps.state == PATH_PROBING))]
         req = Signal()
         m.d.comb += req.eq(req_p.bit_select(g_p, 1) if Pn > 1 else req_p[0])
@@ -971,12 +975,12 @@ class TxSchedRows(wiring.Component):
                     # MR-TXS-313: path p's own fields and request, not the chosen path's select
                     np_, ps = mid.paths[p], r.paths[p]
                     m.d.comb += [np_.next_psn.eq(ps.next_psn + 1),
-                                 np_.inflight.eq(ps.inflight + g_nb),
+                                 np_.inflight.eq(ps.inflight + nb_sched),
                                  np_.pkts.eq(ps.pkts + 1),
                                  np_.since_req.eq(Mux(req_p[p], 0, ps.since_req + 1)),
                                  np_.tail_ok.eq(1), np_.tail_slot.eq(g_slot),
                                  np_.tail_chunk.eq(g_chunk), np_.tail_lap.eq(ge.lap)]
-            m.d.comb += [mid.conn.inflight.eq(cr.inflight + g_nb),
+            m.d.comb += [mid.conn.inflight.eq(cr.inflight + nb_sched),
                          mid.conn.rr.eq(g_p + 1)]
             for k in range(SD):
                 with m.If(g_slot == k):

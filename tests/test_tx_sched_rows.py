@@ -741,7 +741,7 @@ def test_rows_rtl_probe_wrong_forms_fail(old, new, kw):
     pytest.param("nb_stream.word_select(n_s, mtu_log2 + 1)", "nb_stream[:mtu_log2 + 1]", (30, 1),
                  marks=pytest.mark.slow),
     # MR-TXS-310: a probe with the resend head's bytes
-    pytest.param("Mux(is_probe, nb_probe, Mux(", "Mux(is_probe, nb_resend, Mux(", "probe",
+    pytest.param("Mux(is_probe, nb_probe, nb_sched)", "Mux(is_probe, nb_resend, nb_sched)", "probe",
                  marks=pytest.mark.slow)])
 def test_rows_rtl_depth_wrong_forms_fail(old, new, kw):
     """MR-TXS-314 (negative controls): each wrong form of rdep33's precomputed terms
