@@ -475,7 +475,8 @@ def test_rows_rtl_lockstep(prm, n, seed, kw):
     """MR-TXS-250..254: the row scheduler's RTL in lockstep with its cycle model through the
     driver (idle cycles, random backpressure, 10 % loss, reports, timeouts' verdicts, window
     writes; 2 x 4 and 4 x 8): 0 mismatches, and the register scheduler's checker passes
-    (MR-TXS-314: with rdep33's terms of MR-TXS-310..313)."""
+    (MR-TXS-314: with rdep33's terms of MR-TXS-310..313; MR-TXS-436/438/439: with lvl42's
+    queue terms, chunk bytes and schedule op's bytes)."""
     core, drv, model, items, _ = rows_lockstep(prm, n, seed, **kw)
     assert core.mismatches == 0
     tc.check(TxSchedModel(**prm), items, drv.res)
@@ -744,8 +745,9 @@ def test_rows_rtl_probe_wrong_forms_fail(old, new, kw):
     pytest.param("Mux(is_probe, nb_probe, nb_sched)", "Mux(is_probe, nb_resend, nb_sched)", "probe",
                  marks=pytest.mark.slow)])
 def test_rows_rtl_depth_wrong_forms_fail(old, new, kw):
-    """MR-TXS-314 (negative controls): each wrong form of rdep33's precomputed terms
-    (MR-TXS-310..313) mismatches the row model."""
+    """MR-TXS-314, MR-TXS-439 (negative controls): each wrong form of rdep33's precomputed
+    terms (MR-TXS-310..313; the schedule op's bytes without the probe's arm, MR-TXS-439, the
+    probe's frame still with its own) mismatches the row model."""
     from metaroce.tb.lockstep import Mismatch, wrong_form
     hdl = wrong_form("tx_sched_rows", old, new)
     with pytest.raises(Mismatch):
