@@ -634,10 +634,17 @@ class TxSchedRows(wiring.Component):
             return Mux(e.op == OP_READ, 0, Mux(e.op == OP_CMP_SWAP, 16,
                                                Mux(e.op == OP_FETCH_ADD, 8, e.length)))
 
-        def chunk_bytes(ml, chunk):
-            rem = Signal(signed(34))
-            m.d.comb += rem.eq(ml - (chunk << mtu_log2))
-            return Mux(rem <= 0, 0, Mux(rem >= mtu, mtu, rem[:mtu_log2 + 1]))
+        def chunk_bytes(e, chunk):
+            """MR-TXS-437: the bytes of ``chunk`` of entry ``e``'s message by the chunk's place
+            against the entry's chunk count: an MTU before the last chunk, the message's rest
+            (its length's low bits, an MTU when they are 0; 0 for a message of 0 bytes) at the
+            last, 0 after; not ``length - chunk x mtu`` clamped."""
+            ml = msg_len(e)
+            low = ml[:mtu_log2]
+            last = Mux(ml == 0, 0, Mux(low == 0, mtu, low))
+            n1 = Signal.like(e.nchunks, name="cb_last_chunk")
+            m.d.comb += n1.eq(e.nchunks - 1)
+            return Mux(chunk < n1, mtu, Mux(chunk == n1, last, 0))
 
         def acked_bit(e, chunk):
             """protocol.chunk_acked: below the base, or its bit set."""
@@ -738,8 +745,16 @@ class TxSchedRows(wiring.Component):
         m.d.comb += restore.eq(is_k[K_ACKED] & p_ok & (rps.state != PATH_ACTIVE))
         kept = Signal()             # MR-TXS-316: the verdict taken as a reroute
         r_nb = Signal(mtu_log2 + 1)
-        m.d.comb += r_nb.eq(chunk_bytes(msg_len(re), rp_chunk))
+        m.d.comb += r_nb.eq(chunk_bytes(re, rp_chunk))
         is_rep = is_k[K_ACKED] | is_k[K_LOST]
+        # a lost report's chunk queued in the resend FIFO (MR-TXS-021/257; 0 unless so)
+        lost_queued = Signal(name="lost_queued")
+        # the acknowledged chunk's bit and whether it is new (protocol.chunk_ack)
+        d = (rp_chunk - re.ack_base)[:wb_ + 1]
+        new_ack_t = is_k[K_ACKED] & (rp_chunk >= re.ack_base) & (rp_chunk - re.ack_base < W) \
+            & ~re.ack_bits.bit_select(d[:wb_], 1)
+        bits = Signal(W)
+        m.d.comb += bits.eq(re.ack_bits | (Const(1, W) << d[:wb_]))
         # MR-TXS-257: a lost report is never refused (its chunk kept when the FIFO is full)
         with m.If(is_rep):
             for p in range(Pn):
@@ -753,11 +768,7 @@ class TxSchedRows(wiring.Component):
             with m.If(r_hit):
                 m.d.comb += mid.conn.inflight.eq(_sub0(r.conn.inflight, r_nb))
                 # protocol.chunk_ack: the chunk's bit, then the base over the trailing ones
-                d = (rp_chunk - re.ack_base)[:wb_ + 1]
-                new_ack = is_k[K_ACKED] & (rp_chunk >= re.ack_base) & (rp_chunk - re.ack_base < W) \
-                    & ~re.ack_bits.bit_select(d[:wb_], 1)
-                bits = Signal(W)
-                m.d.comb += bits.eq(re.ack_bits | (Const(1, W) << d[:wb_]))
+                new_ack = new_ack_t
                 z_any, z_idx = _lowest_zero(bits)
                 ones = Signal(range(W + 1))
                 m.d.comb += ones.eq(Mux(z_any, z_idx, W))
@@ -778,6 +789,7 @@ class TxSchedRows(wiring.Component):
                         with m.If(new_ack):
                             m.d.comb += [ne.ack_base.eq(re.ack_base + ones),
                                          ne.ack_bits.eq(bits >> ones)]
+                m.d.comb += lost_queued.eq(lost_q & ~r_full)
                 with m.If(lost_q & ~r_full):
                     tail = (r.conn.rhead + r.conn.rcount)[:rb]
                     for k in range(R):
@@ -890,23 +902,27 @@ class TxSchedRows(wiring.Component):
         # stream's next chunk) in parallel with the choice and selected after it, not computed
         # on the chosen slot's entry after the stream choice (rdep33: the choice -> entry ->
         # chunk_bytes -> window ripple)
-        nb_probe = chunk_bytes(msg_len(entry_at(tps.tail_slot)),
+        nb_probe = chunk_bytes(entry_at(tps.tail_slot),
                                tps.tail_chunk[:records.CHUNK_BITS])
-        nb_resend = chunk_bytes(msg_len(entry_at(rh.slot)), rh.chunk[:records.CHUNK_BITS])
+        nb_resend = chunk_bytes(entry_at(rh.slot), rh.chunk[:records.CHUNK_BITS])
         nb_stream = Signal(S * (mtu_log2 + 1))
         for s in range(S):
             st = r.streams[s]
             se = entry_at(Cat(st.send[:db], Const(s, sb)) if sb else st.send[:db])
             m.d.comb += nb_stream[s * (mtu_log2 + 1):(s + 1) * (mtu_log2 + 1)].eq(
-                chunk_bytes(msg_len(se), se.next_chunk[:records.CHUNK_BITS]))
+                chunk_bytes(se, se.next_chunk[:records.CHUNK_BITS]))
+        # MR-TXS-439: a schedule op's bytes (never the probe's arm: the packet, its window
+        # tests and its path updates are a schedule op's only); the frame's, a probe's too
+        nb_sched = Signal(mtu_log2 + 1)
+        m.d.comb += nb_sched.eq(Mux(resend, nb_resend, nb_stream.word_select(n_s, mtu_log2 + 1)
+                                    if S > 1 else nb_stream))
         g_nb = Signal(mtu_log2 + 1)
-        m.d.comb += g_nb.eq(Mux(is_probe, nb_probe, Mux(
-            resend, nb_resend, nb_stream.word_select(n_s, mtu_log2 + 1) if S > 1 else nb_stream)))
+        m.d.comb += g_nb.eq(Mux(is_probe, nb_probe, nb_sched))
         # MR-TXS-311: inflight + g_nb > window as g_nb > window - inflight (the room formed
         # from the row alone, one comparator after g_nb)
         conn_room = Signal(signed(records.BYTES_BITS + 2))
         m.d.comb += conn_room.eq(prm["conn_window"] - cr.inflight)
-        conn_block = (cr.inflight != 0) & (g_nb > conn_room)
+        conn_block = (cr.inflight != 0) & (nb_sched > conn_room)
         p_can = []
         for p in range(Pn):
             ps = r.paths[p]
@@ -947,7 +963,7 @@ class TxSchedRows(wiring.Component):
             ps = r.paths[p]
             room_p = Signal(signed(records.BYTES_BITS + 3), name=f"req_room{p}")
             m.d.comb += [room_p.eq(Mux(ps.col, mtu, ps.cwnd) - mtu - ps.inflight),
-                         req_p[p].eq((ps.since_req + 1 >= prm["ack_every"]) | (g_nb > room_p)
+                         req_p[p].eq((ps.since_req + 1 >= prm["ack_every"]) | (nb_sched > room_p)
                                      | few | (ps.state == PATH_PROBING))]
         req = Signal()
         m.d.comb += req.eq(req_p.bit_select(g_p, 1) if Pn > 1 else req_p[0])
@@ -959,12 +975,12 @@ class TxSchedRows(wiring.Component):
                     # MR-TXS-313: path p's own fields and request, not the chosen path's select
                     np_, ps = mid.paths[p], r.paths[p]
                     m.d.comb += [np_.next_psn.eq(ps.next_psn + 1),
-                                 np_.inflight.eq(ps.inflight + g_nb),
+                                 np_.inflight.eq(ps.inflight + nb_sched),
                                  np_.pkts.eq(ps.pkts + 1),
                                  np_.since_req.eq(Mux(req_p[p], 0, ps.since_req + 1)),
                                  np_.tail_ok.eq(1), np_.tail_slot.eq(g_slot),
                                  np_.tail_chunk.eq(g_chunk), np_.tail_lap.eq(ge.lap)]
-            m.d.comb += [mid.conn.inflight.eq(cr.inflight + g_nb),
+            m.d.comb += [mid.conn.inflight.eq(cr.inflight + nb_sched),
                          mid.conn.rr.eq(g_p + 1)]
             for k in range(SD):
                 with m.If(g_slot == k):
@@ -1045,7 +1061,7 @@ class TxSchedRows(wiring.Component):
         # ---- the queues' bits (MR-TXS-213..215), on the row after the op
         new = Signal(rl.row)
         m.d.comb += new.eq(mid)
-        work = (mid.conn.unsent != 0) | (mid.conn.rcount != 0)
+        work = self._work_after(m, r, is_k, c_ok, resend, f_any, w_status, w_n, lost_queued)
         push_active, push_done = Signal(), Signal()
         pace_res = {}
         if self.pacing:
@@ -1063,7 +1079,8 @@ class TxSchedRows(wiring.Component):
                     else ~refused & ~is_probe & ~r.conn.inq & work):
             m.d.comb += [new.conn.inq.eq(1), push_active.eq(1)]
         incq = Mux(is_k[K_COMPLETE], 0, r.conn.incq)
-        any_c = Cat(*(completes(mid, s) for s in range(S))).any()
+        any_c = self._completes_after(m, r, a, is_k, c_ok, count, live_k, re, r_hit, new_ack_t,
+                                      bits)
         m.d.comb += new.conn.incq.eq(incq)
         with m.If(~refused & ~is_probe & ~incq & any_c):
             m.d.comb += [new.conn.incq.eq(1), push_done.eq(1)]
@@ -1076,6 +1093,101 @@ class TxSchedRows(wiring.Component):
                    desc=desc_rec, desc_we=desc_we, desc_slot=desc_slot, **pace_res)
         m.d.comb += [out[k].eq(v) for k, v in res.items()]
         return final
+
+    def _work_after(self, m, r, is_k, c_ok, resend, f_any, w_status, w_n, lost_queued):
+        """MR-TXS-436: whether the row the op leaves has work (MR-TXS-213's term: `unsent` or
+        `rcount` not 0), formed from S2's row and the op's argument by the op's kind, not on the
+        new row's counts (after the op's mux of them): the same value. A schedule op's is its
+        value when the op acts (a packet or a drop; the only case the term is read)."""
+        S = self.streams
+        db = (self.depth - 1).bit_length()
+        sb = (S - 1).bit_length()
+        cr = r.conn
+        unsent_nz, rcount_nz = cr.unsent != 0, cr.rcount != 0
+        base = unsent_nz | rcount_nz
+        # a work request: its chunks added (a status not 0: the row unchanged; refused: no push)
+        wr_unsent = Signal.like(cr.unsent, name="work_wr_unsent")
+        m.d.comb += wr_unsent.eq(cr.unsent + w_n)
+        after_wr = Mux(w_status != 0, base, (wr_unsent != 0) | rcount_nz)
+        # a completion of a stream with nothing left unsent of its head (send == done): the
+        # head's unsent chunks taken off (MR-TXS-027), per stream, the completed one's selected
+        after_cpl = base
+        for s in reversed(range(S)):
+            st = r.streams[s]
+            at = Cat(st.done[:db], Const(s, sb)) if sb else st.done[:db]
+            e = data.View(self.rl.entry, r.entries.as_value().word_select(at, self.rl.entry.size))
+            u = Signal.like(cr.unsent, name=f"work_cpl_unsent{s}")
+            m.d.comb += u.eq(cr.unsent - (e.nchunks - e.next_chunk))
+            first = c_ok[s] & ~Cat(*c_ok[:s], Const(0, 1)).any()
+            after_cpl = Mux(first & (st.send == st.done), (u != 0) | rcount_nz, after_cpl)
+        # a report: a lost chunk queued (MR-TXS-021/257)
+        after_rep = base | lost_queued
+        # a schedule op that acts: a resend (sent or dropped) pops the FIFO's head unless the
+        # refill moves a kept chunk in (MR-TXS-258); a new chunk takes one off `unsent`
+        after_sched = Mux(resend, unsent_nz | f_any | (cr.rcount != 1), cr.unsent != 1)
+        work = Signal(name="work_after")
+        m.d.comb += work.eq(Mux(is_k[K_WR], after_wr, Mux(is_k[K_COMPLETE], after_cpl, Mux(
+            is_k[K_ACKED] | is_k[K_LOST], after_rep, Mux(is_k[K_SCHED], after_sched, base)))))
+        return work
+
+    def _completes_after(self, m, r, a, is_k, c_ok, count, live_k, re, r_hit, new_ack, bits):
+        """MR-TXS-431..434: whether some stream's oldest message completes on the row the op
+        leaves (MR-TXS-215's term), formed from S2's row ``r`` and the op's argument by the
+        op's kind, not on the new row (its head entries selected after the op's changes):
+        the same value. ``c_ok``: each stream's completion on ``r`` (MR-TXS-022/027);
+        ``re``, ``r_hit``, ``new_ack``, ``bits``: a report's entry, hit, new acknowledgement
+        and its window with the chunk's bit."""
+        S, D = self.streams, self.depth
+        W = self.prm["chunk_window"]
+        db = (D - 1).bit_length()
+        sb = (S - 1).bit_length()
+
+        def head(s, ahead=0):
+            st = r.streams[s]
+            at = Cat((st.done + ahead)[:db], Const(s, sb)) if sb else (st.done + ahead)[:db]
+            return at, data.View(self.rl.entry,
+                                 r.entries.as_value().word_select(at, self.rl.entry.size))
+
+        def cond(status_nz, e):
+            """MR-TXS-022/027 on an entry: failed with nothing in flight, or all acknowledged."""
+            return Mux(status_nz, e.out == 0, e.ack_base >= e.nchunks)
+
+        # MR-TXS-432: a completion op: the streams after the one it completes as on r, that
+        # one's next message (its count one less, its head one on)
+        first = [Signal(name=f"cpl_first{s}") for s in range(S)]
+        nxt = Signal(S, name="cpl_next")
+        for s in range(S):
+            m.d.comb += first[s].eq(c_ok[s] & ~Cat(*c_ok[:s], Const(0, 1)).any())
+            _, ne = head(s, 1)
+            m.d.comb += nxt[s].eq((count(r.streams[s]) != 1) & cond(ne.status != 0, ne))
+        after_cpl = Cat(*(first[s] & (nxt[s] | Cat(*c_ok[s + 1:], Const(0, 1)).any())
+                          for s in range(S))).any()
+        # MR-TXS-433: a failure: each stream's head with its new status (the head is live)
+        f = a.fail
+        after_fail = Const(0, 1)
+        # MR-TXS-434: a report: the head it hits with its new `out` and base; the rest as on r
+        rep_slot = a.slot
+        rem = Signal(signed(re.nchunks.shape().width + 2), name="cpl_ack_rem")
+        m.d.comb += rem.eq(re.nchunks - re.ack_base)
+        # the base moved over the trailing ones reaches nchunks: rem <= 0, or the window's
+        # first rem bits all set (rem <= W)
+        covered = Cat(bits[j] | (rem <= j) for j in range(W)).all()
+        ack_fill = (rem <= 0) | ((rem <= W) & covered)
+        rep_done = Signal(name="cpl_rep_done")
+        m.d.comb += rep_done.eq(Mux(re.status != 0, re.out <= 1,
+                                    Mux(new_ack, ack_fill, re.ack_base >= re.nchunks)))
+        after_rep = Const(0, 1)
+        for s in range(S):
+            at, e = head(s)
+            fl_hit = f.fl_v & (f.fl.slot == at) & (f.fl.status != 0) & (e.lap == f.fl.lap)
+            failed = (e.status != 0) | fl_hit | (f.er_v & (f.er.status != 0))
+            after_fail = after_fail | ((count(r.streams[s]) != 0) & cond(failed, e))
+            after_rep = after_rep | Mux(r_hit & (rep_slot == at), rep_done, c_ok[s])
+        any_c = Signal(name="cpl_any")
+        m.d.comb += any_c.eq(Mux(is_k[K_COMPLETE], after_cpl, Mux(
+            is_k[K_FAIL], after_fail, Mux(is_k[K_ACKED] | is_k[K_LOST], after_rep,
+                                          Cat(*c_ok).any()))))
+        return any_c
 
     def _s2_pace(self, m, r, a, new, is_k, pkt, g_nb, ge, lt_seen, refused):
         """MR-TXS-337..339 in S2: the charge (MR-TXS-161/175/176: a full MTU, or shorter of a

@@ -475,7 +475,8 @@ def test_rows_rtl_lockstep(prm, n, seed, kw):
     """MR-TXS-250..254: the row scheduler's RTL in lockstep with its cycle model through the
     driver (idle cycles, random backpressure, 10 % loss, reports, timeouts' verdicts, window
     writes; 2 x 4 and 4 x 8): 0 mismatches, and the register scheduler's checker passes
-    (MR-TXS-314: with rdep33's terms of MR-TXS-310..313)."""
+    (MR-TXS-314: with rdep33's terms of MR-TXS-310..313; MR-TXS-436/438/439: with lvl42's
+    queue terms, chunk bytes and schedule op's bytes)."""
     core, drv, model, items, _ = rows_lockstep(prm, n, seed, **kw)
     assert core.mismatches == 0
     tc.check(TxSchedModel(**prm), items, drv.res)
@@ -741,11 +742,12 @@ def test_rows_rtl_probe_wrong_forms_fail(old, new, kw):
     pytest.param("nb_stream.word_select(n_s, mtu_log2 + 1)", "nb_stream[:mtu_log2 + 1]", (30, 1),
                  marks=pytest.mark.slow),
     # MR-TXS-310: a probe with the resend head's bytes
-    pytest.param("Mux(is_probe, nb_probe, Mux(", "Mux(is_probe, nb_resend, Mux(", "probe",
+    pytest.param("Mux(is_probe, nb_probe, nb_sched)", "Mux(is_probe, nb_resend, nb_sched)", "probe",
                  marks=pytest.mark.slow)])
 def test_rows_rtl_depth_wrong_forms_fail(old, new, kw):
-    """MR-TXS-314 (negative controls): each wrong form of rdep33's precomputed terms
-    (MR-TXS-310..313) mismatches the row model."""
+    """MR-TXS-314, MR-TXS-439 (negative controls): each wrong form of rdep33's precomputed
+    terms (MR-TXS-310..313; the schedule op's bytes without the probe's arm, MR-TXS-439, the
+    probe's frame still with its own) mismatches the row model."""
     from metaroce.tb.lockstep import Mismatch, wrong_form
     hdl = wrong_form("tx_sched_rows", old, new)
     with pytest.raises(Mismatch):
@@ -754,6 +756,46 @@ def test_rows_rtl_depth_wrong_forms_fail(old, new, kw):
         else:
             # 2 paths of 4,000 bytes: the window term decides some requests
             rows_lockstep(dict(SMALL, paths=2, cwnd=4000), *kw, hdl=hdl)
+
+
+@pytest.mark.parametrize("old,new,kw", [
+    # MR-TXS-434: a report's head with its old base (the acknowledgement's move not seen)
+    ("Mux(new_ack, ack_fill, re.ack_base >= re.nchunks)", "(re.ack_base >= re.nchunks)",
+     (30, 1, {})),
+    # MR-TXS-435: a report's work without the lost chunk it queues
+    ("after_rep = base | lost_queued", "after_rep = base", (30, 1, {})),
+    # MR-TXS-432: a completion op without its stream's next message
+    pytest.param("first[s] & (nxt[s] | Cat(", "first[s] & (Cat(", (60, 3, {"p_bp": 0.8}),
+                 marks=pytest.mark.slow),
+    # MR-TXS-434: a report's window without the chunk's own bit
+    pytest.param("Cat(bits[j] | (rem <= j)", "Cat(re.ack_bits[j] | (rem <= j)", (30, 1, {}),
+                 marks=pytest.mark.slow),
+    # MR-TXS-433: a failure's head with its old status
+    pytest.param("failed = (e.status != 0) | fl_hit | (f.er_v & (f.er.status != 0))",
+                 "failed = (e.status != 0)", "fail", marks=pytest.mark.slow),
+    # MR-TXS-435: a work request's work without its chunks
+    pytest.param("(wr_unsent != 0) | rcount_nz)", "rcount_nz)", (30, 1, {}),
+                 marks=pytest.mark.slow),
+    # MR-TXS-435: a completion's work without its head's unsent chunks taken off
+    pytest.param("(st.send == st.done), (u != 0) | rcount_nz,", "(st.send == st.done), base,",
+                 "fail4", marks=pytest.mark.slow),
+    # MR-TXS-437: the last chunk a full MTU
+    pytest.param("Mux(chunk < n1, mtu, Mux(", "Mux(chunk <= n1, mtu, Mux(", (30, 1, {}),
+                 marks=pytest.mark.slow),
+    # MR-TXS-435: a new chunk's work without the chunk taken off
+    pytest.param("(cr.rcount != 1), cr.unsent != 1)", "(cr.rcount != 1), unsent_nz)", (30, 1, {}),
+                 marks=pytest.mark.slow)])
+def test_rows_rtl_queue_terms_wrong_forms_fail(old, new, kw):
+    """MR-TXS-436, MR-TXS-438 (negative controls): each wrong form of the queues' terms by the
+    op's kind (the completion queue's, MR-TXS-431..434; the active queue's, MR-TXS-435) and of
+    the chunk's bytes by its place (MR-TXS-437) mismatches the row model."""
+    from metaroce.tb.lockstep import Mismatch, wrong_form
+    hdl = wrong_form("tx_sched_rows", old, new)
+    with pytest.raises(Mismatch):
+        if kw in ("fail", "fail4"):
+            rows_lockstep(dict(SMALL), 30, 1 if kw == "fail" else 4, hdl=hdl, rsps=4, p_fail=0.1)
+        else:
+            rows_lockstep(dict(SMALL), kw[0], kw[1], hdl=hdl, **kw[2])
 
 
 # ------------------------------------------------------------------ restores (rowf33)
