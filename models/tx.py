@@ -488,7 +488,7 @@ class TxCycleModel:
                  retry_limit=rtx_model.RETRY_LIMIT, slot_log2=rtx_model.SLOT_LOG2, rd_rows=False,
                  pacing=False, pace_ignored=False, verdicts=False, restores=True,
                  pace_full_only=False, ack_desc=False, ack_first=True, share_out=None,
-                 restore_after_ack=None, rows=False, **sched_kw):
+                 restore_after_ack=None, rows=False, interval=1, **sched_kw):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
@@ -525,6 +525,10 @@ class TxCycleModel:
         self.rows = bool(rows)
         if self.rows and self.pacing and self.rd_rows:
             raise ValueError("rows with pacing and rd_rows is not built")
+        # MR-TXS-417: the frame interval, the unpaced register scheduler's (MR-TXS-413)
+        self.interval = int(interval)
+        if self.interval > 1 and (self.rows or self.pacing):
+            raise ValueError("MR-TXS-417: an interval above 1 with rows or pacing is not built")
         if self.rows and self.pacing:
             extra = {"pace_ignored": True} if pace_ignored else {}
             if self.verdicts:
@@ -546,7 +550,7 @@ class TxCycleModel:
             self.sched = self.paced.sched
         else:
             self.sched = TxSchedCycleModel(width, conns, streams, paths, depth, rd_rows=rd_rows,
-                                           restores=self.verdicts, **kw)
+                                           restores=self.verdicts, interval=self.interval, **kw)
         # MR-TX-179: the unit's tail probes on, its m_probe joined to the scheduler's s_probe
         self.rtx = RetransmitCycleModel(width, conns, paths, pool, rto_ns=rto_ns,
                                         retry_limit=retry_limit, slot_log2=slot_log2, probes=True,
@@ -604,7 +608,8 @@ class TxCycleModel:
         # ready; the rows' are their boundary registers' (registers only)
         rows = self.rows
         acked_ready = sched.acked_ready() if rows else 1
-        cwnd_ready = sched.cwnd_ready() if rows else 1
+        # MR-TXS-417: and the register scheduler's above interval 1 (MR-TXS-414)
+        cwnd_ready = sched.cwnd_ready() if rows or self.interval > 1 else 1
         fail_ready = sched.fail_ready() if rows else 1
         fail_valid, fail = self.data.fail_outputs()
         # MR-TX-318: with the rows a retry-limit report leaves on m_error and into the
