@@ -144,9 +144,10 @@ class _StagedQueue:
     Ports as ``SyncFIFO``'s: ``w_en``/``w_data`` in, ``r_en``; ``r_rdy``/``r_data``.
     MR-TXS-353: ``late``, a function of the stage's data giving the entry the memory and the
     head take (fields read in the stage's cycle from a synchronous read port); default the
-    stage's data."""
+    stage's data. MR-TXS-419: ``stage_head`` False: the memory's head only (the stage is
+    never the head: an entry shows a cycle after its stage's)."""
 
-    def __init__(self, m, name, width, depth, late=None):
+    def __init__(self, m, name, width, depth, late=None, stage_head=True):
         self.w_en, self.w_data = Signal(name=f"{name}_w_en"), Signal(width, name=f"{name}_w_data")
         self.r_en = Signal(name=f"{name}_r_en")
         s_valid, s_data = Signal(name=f"{name}_s_valid"), Signal(width, name=f"{name}_s_data")
@@ -157,10 +158,14 @@ class _StagedQueue:
         w_ptr, r_ptr = Signal(pw, name=f"{name}_w_ptr"), Signal(pw, name=f"{name}_r_ptr")
         level = Signal(range(depth + 1), name=f"{name}_level")      # the memory's entries
         # the stage is the head while the memory holds none (r_ptr is then its slot)
-        s_head = _named(m, s_valid & (level == 0), f"{name}_s_head")
         s_word = s_data if late is None else _named(m, late(s_data), f"{name}_s_word")
-        self.r_rdy = _named(m, s_valid | (level != 0), f"{name}_r_rdy")
-        self.r_data = _named(m, Mux(s_head, s_word, rp.data), f"{name}_r_data")
+        if stage_head:
+            s_head = _named(m, s_valid & (level == 0), f"{name}_s_head")
+            self.r_rdy = _named(m, s_valid | (level != 0), f"{name}_r_rdy")
+            self.r_data = _named(m, Mux(s_head, s_word, rp.data), f"{name}_r_data")
+        else:
+            self.r_rdy = _named(m, level != 0, f"{name}_r_rdy")
+            self.r_data = rp.data
         pop = self.r_en & self.r_rdy
         # the stage loads every cycle: it always drains into the memory at the next edge
         m.d.sync += [s_valid.eq(self.w_en), s_data.eq(self.w_data)]
@@ -482,8 +487,10 @@ class TxSched(wiring.Component):
                 w.imm.eq(Mux(_op_kind(d.op)[1], d.imm, 0)),
                 w.swap.eq(o.swap), w.compare.eq(o.compare)]                          # MR-TXS-098
             return w
-        frame_q = _StagedQueue(m, "frame_q", fq_lay.size, OUT_DEPTH, late=fq_word)   # MR-TXS-280
-        sent_q = _StagedQueue(m, "sent_q", lay.sent.size, OUT_DEPTH)
+        # MR-TXS-419: above interval 1 the memories' heads only
+        frame_q = _StagedQueue(m, "frame_q", fq_lay.size, OUT_DEPTH, late=fq_word,   # MR-TXS-280
+                               stage_head=self.interval == 1)
+        sent_q = _StagedQueue(m, "sent_q", lay.sent.size, OUT_DEPTH, stage_head=self.interval == 1)
         # MR-TXS-070: the completion queue's entries carry a bit above the completion: a READ
         # response's record, which leaves on m_rsp_done instead of m_cqe
         m.submodules.cqe_q = cqe_q = fifo.SyncFIFO(width=lay.cqe.size + 1, depth=OUT_DEPTH)

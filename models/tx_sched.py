@@ -917,6 +917,9 @@ class TxSchedCycleModel:
             self.restore_lay = restore_layout(conns, paths)
         self.frame_q = SyncFifoModel(OUT_DEPTH)
         self.sent_q = SyncFifoModel(OUT_DEPTH)
+        # MR-TXS-419: above interval 1 the queues' stages (the decision's frame and sent event,
+        # packed), written into the rings a cycle later; the ports show the rings only
+        self.fr_stage = self.sent_stage = None
         self.cqe_q = SyncFifoModel(OUT_DEPTH)
         self.cand = {}                  # MR-TXS-033: connection -> action, decided last cycle
         self.touched = set()            # connections changed at the last edge
@@ -942,6 +945,7 @@ class TxSchedCycleModel:
     def busy(self):
         sem = self.sem
         return bool(self.frame_q.level or self.sent_q.level or self.cqe_q.level or self.cand
+                    or self.fr_stage is not None or self.sent_stage is not None
                     or self.rep is not None or self.ba is not None or self.br is not None
                     or self.rs is not None
                     or self.comp is not None or self.win is not None
@@ -1012,8 +1016,8 @@ class TxSchedCycleModel:
         take_wr = (wr is not None and not busy and not fill and comp is None
                    and (cqe_room if sem.wr_status(wr) else sem.wr_room(wr)))
         sched = (not busy and not fill and comp is None and not take_wr
-                 and self.frame_q.level < OUT_DEPTH
-                 and self.sent_q.level < OUT_DEPTH)
+                 and self.frame_q.level + (self.fr_stage is not None) < OUT_DEPTH
+                 and self.sent_q.level + (self.sent_stage is not None) < OUT_DEPTH)
         return busy, comp, take_wr, sched
 
     def rd_port(self, inputs):
@@ -1301,10 +1305,14 @@ class TxSchedCycleModel:
         if targets:
             self.events.append(("fail", [(e["wr_id"], st) for e, st in targets]))
         sem.fail(targets)
-        self.frame_q.update(g("m_frame__ready", 0), frame is not None,
-                            pack(lay.frame, frame) if frame else 0)
-        self.sent_q.update(g("m_sent__ready", 0), sent is not None,
-                           pack(lay.sent, sent) if sent else 0)
+        fr_word = pack(lay.frame, frame) if frame else None
+        sent_word = pack(lay.sent, sent) if sent else None
+        if self.interval > 1:
+            # MR-TXS-419: the stages written into the rings at this edge, this cycle's into them
+            (fr_word, self.fr_stage), (sent_word, self.sent_stage) = \
+                (self.fr_stage, fr_word), (self.sent_stage, sent_word)
+        self.frame_q.update(g("m_frame__ready", 0), fr_word is not None, fr_word or 0)
+        self.sent_q.update(g("m_sent__ready", 0), sent_word is not None, sent_word or 0)
         self.cqe_q.update(g("m_rsp_done__ready" if cq_rsp else "m_cqe__ready", 0), cqe is not None,
                           cqe_entry(lay, cqe) if cqe else 0)
         return out
