@@ -158,9 +158,10 @@ class _StagedQueue:
         w_ptr, r_ptr = Signal(pw, name=f"{name}_w_ptr"), Signal(pw, name=f"{name}_r_ptr")
         level = Signal(range(depth + 1), name=f"{name}_level")      # the memory's entries
         # the stage is the head while the memory holds none (r_ptr is then its slot)
-        s_word = s_data if late is None else _named(m, late(s_data), f"{name}_s_word")
         if stage_head:
             s_head = _named(m, s_valid & (level == 0), f"{name}_s_head")
+        s_word = s_data if late is None else _named(m, late(s_data), f"{name}_s_word")
+        if stage_head:
             self.r_rdy = _named(m, s_valid | (level != 0), f"{name}_r_rdy")
             self.r_data = _named(m, Mux(s_head, s_word, rp.data), f"{name}_r_data")
         else:
@@ -804,11 +805,15 @@ class TxSched(wiring.Component):
                   _named(m, Mux(cw_d_valid & (cw_d_row == cw_b_row), cw_d_cw, cw_row), "cw_old"))
         cw_delta = A.sub(_ext(cw_new, bytes_w + 2), _ext(cw_old, bytes_w + 2), "cw_delta")
         cw_cwm = A.sub(_ext(cw_new, bytes_w + 2), mtu, "cw_cwm")
-        with m.If(~cw_hold if gated else 1):
-            m.d.sync += [cw_d_valid.eq(cw_b_valid), cw_d_row.eq(cw_b_row),
-                         cw_d_hot.eq(Cat(*(cw_b_valid & (cw_b_row == r) for r in range(C * PA)))),
-                         cw_d_conn.eq(Cat(*(cw_b_valid & (cw_b.conn == c) for c in range(C)))),
-                         cw_d_cw.eq(cw_new), cw_d_cwm.eq(cw_cwm), cw_d_delta.eq(cw_delta)]
+        cw_d_load = [cw_d_valid.eq(cw_b_valid), cw_d_row.eq(cw_b_row),
+                     cw_d_hot.eq(Cat(*(cw_b_valid & (cw_b_row == r) for r in range(C * PA)))),
+                     cw_d_conn.eq(Cat(*(cw_b_valid & (cw_b.conn == c) for c in range(C)))),
+                     cw_d_cw.eq(cw_new), cw_d_cwm.eq(cw_cwm), cw_d_delta.eq(cw_delta)]
+        if gated:
+            with m.If(~cw_hold):                # MR-TXS-415: held
+                m.d.sync += cw_d_load
+        else:
+            m.d.sync += cw_d_load
         # the room of cw_d's path plus the change, for a path no action changes at this edge
         cw_room = A.add(read(p_room, cw_d_row, "cw_room_old"), cw_d_delta, name="cw_room")
 
