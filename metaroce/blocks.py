@@ -324,6 +324,19 @@ BLOCKS: dict[str, Block] = {
     ),
     # The TX engine's joined slice with the row scheduler (issue 12; hw-tx.md section 2.14,
     # MR-TX-325): tx's ports; under Verilator tb/tx.py's tx_lockstep with TX_ROWS=1.
+    # MR-TXS-417/418: the TX with its register scheduler at the engine's interval at 64 bits
+    # (tb/tx.py with TX_INTERVAL=8)
+    "tx_i8": Block(
+        name="tx_i8",
+        component="metaroce.blocks:tx_i8",
+        model="metaroce.blocks:tx_model_i8",
+        tb="metaroce.tb.tx",
+        help="TX engine (joined slice), small instance, the scheduler at interval 8 "
+             "(docs/spec/hw-tx-sched.md MR-TXS-413..419)",
+        widths=(64,),
+        shares={"sched": r"^sched$", "rtx": r"^rtx$", "join": r"^join$", "dma": r"^dma$",
+                "fb": r"^fb$"},
+    ),
     "tx_rows": Block(
         name="tx_rows",
         component="metaroce.hdl.tx:tx_rows_small",
@@ -419,6 +432,18 @@ def tx_rows_model_4096x8(width=64):
     """The cycle model of :func:`tx_rows_4096x8` (``models.tx.TxCycleModel(rows=True)``)."""
     from metaroce.models.tx import SMALL, TxCycleModel
     return TxCycleModel(width, **dict(SMALL, **TX_4096X8), rows=True)
+
+
+def tx_i8(width=64):
+    """MR-TXS-417: ``hdl.tx.Tx``'s small instance, its scheduler at interval 8."""
+    from metaroce.hdl.tx import SMALL, Tx
+    return Tx(width, **SMALL, interval=8)
+
+
+def tx_model_i8(width=64):
+    """The cycle model of :func:`tx_i8`."""
+    from metaroce.models.tx import SMALL, TxCycleModel
+    return TxCycleModel(width, **SMALL, interval=8)
 
 
 def tx_sched_engine_params():

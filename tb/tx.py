@@ -46,6 +46,8 @@ def _sem():
 async def _harness(dut, width, *, first=True, stop_on_mismatch=True, **model_kw):
     """A fresh model (``TxCycleModel``'s options ``model_kw``) and the RTL reset (the clock
     started by the first call only)."""
+    # MR-TXS-417: TX_INTERVAL, the build's scheduler interval (the block tx_i8: 8)
+    model_kw.setdefault("interval", int(os.environ.get("TX_INTERVAL", "1")))
     model = TxCycleModel(width, **SMALL, **model_kw)
     ins, outs = model_port_lists(model)
     h = Lockstep(dut, model, ins, outs, stop_on_mismatch=stop_on_mismatch)

@@ -54,3 +54,21 @@ def test_tx_rtl_cc_lockstep():
     b = tb_build.build(blocks.get("tx"), 64)
     row = vl.run_one(b, "metaroce.tb.tx", "tx_cc", out_var="TX_OUT")
     assert row["mismatches"] == 0 and row["completions"] == row["work_requests"]
+
+
+@pytest.mark.slow
+def test_tx_i8_rtl_lockstep():
+    """MR-TXS-417/419 under Verilator (block ``tx_i8``: the small TX, its scheduler at interval
+    8): tb/tx.py's ``tx_lockstep`` (random traffic, losses, probes, backpressure) and ``tx_cc``
+    (the Cwnd block's updates through the gated s_cwnd, one path's window cut to its floor):
+    0 mismatches each, every work request completes."""
+    b = tb_build.build(blocks.get("tx_i8"), 64)
+    env = {"TX_WRS": os.environ.get("TX_WRS", "40"), "TX_RSPS": os.environ.get("TX_RSPS", "10"),
+           "TX_SEED": os.environ.get("TX_SEED", "1"), "TX_MAXLEN": "2500", "TX_INTERVAL": "8"}
+    row = vl.run_one(b, "metaroce.tb.tx", "tx_lockstep", env, out_var="TX_OUT")
+    print(row)
+    assert row["mismatches"] == 0 and row["completions"] == row["work_requests"]
+    assert row["retransmits"] and row["lost"] and row["probes"] > 0
+    row = vl.run_one(b, "metaroce.tb.tx", "tx_cc", {"TX_INTERVAL": "8"}, out_var="TX_OUT")
+    print(row)
+    assert row["mismatches"] == 0 and row["completions"] == row["work_requests"]
