@@ -124,9 +124,10 @@ def test_window_storm_lockstep():
 
 @pytest.mark.parametrize("case", ["storm", pytest.param("random", marks=pytest.mark.slow)])
 def test_lockstep_interval(case):
-    """MR-TXS-413..416, MR-TXS-418: at interval 8 s_cwnd is gated (the driver holds each write
-    until taken) and a write waits in cw_d while its row's report or packet acts; the rows'
-    rooms take two-operand adds: 0 mismatches on the window storm (path 0 of connection 0, its
+    """MR-TXS-413..416, MR-TXS-418, MR-TXS-419: at interval 8 s_cwnd is gated (the driver holds
+    each write until taken) and a write waits in cw_d while its row's report or packet acts; the
+    rows' rooms take two-operand adds; the output queues show their memories' heads only: 0
+    mismatches on the window storm (path 0 of connection 0, its
     window rewritten about every other cycle) and on random traffic with window writes."""
     model = TxSchedModel(**SMALL)
     if case == "storm":

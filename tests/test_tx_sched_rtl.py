@@ -66,7 +66,7 @@ def test_tx_sched_rtl_last_active():
 @pytest.mark.slow
 @pytest.mark.parametrize("interval", [1, 8])
 def test_tx_sched_engine_rtl_lockstep(interval):
-    """MR-TXS-413..418: the scheduler at the engine's parameters (blocks ``tx_sched_engine``,
+    """MR-TXS-413..419: the scheduler at the engine's parameters (blocks ``tx_sched_engine``,
     ``tx_sched_engine_i8``) under Verilator at interval 1 and 8: random traffic, backpressure
     and window writes (held by the driver until taken): 0 mismatches, every work request
     completes; at 8 writes waited in cw_d (MR-TXS-415)."""
