@@ -228,7 +228,7 @@ class TxSched(wiring.Component):
                  path_pkts=SMALL["path_pkts"], ack_every=SMALL["ack_every"],
                  resend_depth=SMALL["resend_depth"], carry_chain=None, rd_rows=False,
                  pacing=False, pace_ignored=False, restores=False,
-                 pace_full_only=False, kept_out=True, interval=1, cw_hold=True):
+                 pace_full_only=False, kept_out=True, interval=1, cw_hold=True, mem_head=False):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         # MR-TXS-413: the frame interval (MR-ENG-299); 1 builds none of MR-TXS-414..416
@@ -239,6 +239,11 @@ class TxSched(wiring.Component):
             raise ValueError("MR-TXS-413: an interval above 1 with pacing is not built")
         # MR-TXS-418: cw_hold=False (negative control only): MR-TXS-415's hold left out
         self.cw_hold = bool(cw_hold)
+        # MR-TXS-419: mem_head (interval above 1 only, off by default): the output queues show
+        # their memories' heads only
+        self.mem_head = bool(mem_head)
+        if self.mem_head and self.interval == 1:
+            raise ValueError("MR-TXS-419: mem_head needs an interval above 1")
         check_params(conns, streams, paths, depth, chunk_window, mtu, cwnd, conn_window,
                      path_pkts, ack_every, resend_depth)
         self.width = width
@@ -488,10 +493,10 @@ class TxSched(wiring.Component):
                 w.imm.eq(Mux(_op_kind(d.op)[1], d.imm, 0)),
                 w.swap.eq(o.swap), w.compare.eq(o.compare)]                          # MR-TXS-098
             return w
-        # MR-TXS-419: above interval 1 the memories' heads only
+        # MR-TXS-419: with mem_head the memories' heads only
         frame_q = _StagedQueue(m, "frame_q", fq_lay.size, OUT_DEPTH, late=fq_word,   # MR-TXS-280
-                               stage_head=self.interval == 1)
-        sent_q = _StagedQueue(m, "sent_q", lay.sent.size, OUT_DEPTH, stage_head=self.interval == 1)
+                               stage_head=not self.mem_head)
+        sent_q = _StagedQueue(m, "sent_q", lay.sent.size, OUT_DEPTH, stage_head=not self.mem_head)
         # MR-TXS-070: the completion queue's entries carry a bit above the completion: a READ
         # response's record, which leaves on m_rsp_done instead of m_cqe
         m.submodules.cqe_q = cqe_q = fifo.SyncFIFO(width=lay.cqe.size + 1, depth=OUT_DEPTH)

@@ -871,7 +871,8 @@ class TxSchedCycleModel:
 
     def __init__(self, width=64, conns=SMALL["conns"], streams=SMALL["streams"],
                  paths=SMALL["paths"], depth=SMALL["depth"], *, rd_rows=False, restores=False,
-                 lost_waits=False, last_active_kept=True, kept_out=True, interval=1, **kw):
+                 lost_waits=False, last_active_kept=True, kept_out=True, interval=1,
+                 mem_head=False, **kw):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
@@ -882,6 +883,10 @@ class TxSchedCycleModel:
             raise ValueError(f"interval must be at least 1, not {interval!r}")
         self.cw_gate = records.IntervalGate(self.interval)
         self.cw_holds = 0               # MR-TXS-415: cycles a write waited in cw_d (for tests)
+        # MR-TXS-419: with mem_head (interval above 1 only) the output queues' memory heads only
+        self.mem_head = bool(mem_head)
+        if self.mem_head and self.interval == 1:
+            raise ValueError("MR-TXS-419: mem_head needs an interval above 1")
         # MR-TXS-347/350: with restores, a verdict taken as a reroute leaves a kept record on
         # m_restore; kept_out=False (negative control only) leaves it out (the block before)
         self.kept_out = bool(kept_out)
@@ -917,7 +922,7 @@ class TxSchedCycleModel:
             self.restore_lay = restore_layout(conns, paths)
         self.frame_q = SyncFifoModel(OUT_DEPTH)
         self.sent_q = SyncFifoModel(OUT_DEPTH)
-        # MR-TXS-419: above interval 1 the queues' stages (the decision's frame and sent event,
+        # MR-TXS-419: with mem_head the queues' stages (the decision's frame and sent event,
         # packed), written into the rings a cycle later; the ports show the rings only
         self.fr_stage = self.sent_stage = None
         self.cqe_q = SyncFifoModel(OUT_DEPTH)
@@ -1307,7 +1312,7 @@ class TxSchedCycleModel:
         sem.fail(targets)
         fr_word = pack(lay.frame, frame) if frame else None
         sent_word = pack(lay.sent, sent) if sent else None
-        if self.interval > 1:
+        if self.mem_head:
             # MR-TXS-419: the stages written into the rings at this edge, this cycle's into them
             (fr_word, self.fr_stage), (sent_word, self.sent_stage) = \
                 (self.fr_stage, fr_word), (self.sent_stage, sent_word)

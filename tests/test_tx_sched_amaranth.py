@@ -20,13 +20,14 @@ from metaroce.tb.lockstep import Mismatch, run_amaranth, verilog_ports, wrong_fo
 
 
 def run_lockstep(items, *, params=SMALL, seed=0, carry_chain=None, writes=None, interval=1,
-                 dut=None, **kw):
+                 dut=None, mem_head=False, **kw):
     """The lockstep and the checker; ``writes`` (cycle -> window write) drives
     :class:`tc.WindowSchedule`; ``packets`` in the result: ``[(cycle, conn, path)]`` of the
     model's scheduling steps. ``interval``: MR-TXS-413's, the RTL's and the model's (``dut``:
     another RTL against the model, for negative controls)."""
-    dut = dut or TxSched(64, **params, carry_chain=carry_chain, interval=interval)
-    model = TxSchedCycleModel(64, **params, interval=interval)
+    dut = dut or TxSched(64, **params, carry_chain=carry_chain, interval=interval,
+                         mem_head=mem_head)
+    model = TxSchedCycleModel(64, **params, interval=interval, mem_head=mem_head)
     drv = (tc.Driver(model.lay, items, seed=seed, **kw) if writes is None
            else tc.WindowSchedule(model.lay, items, writes, seed=seed, **kw))
     packets, seen = [], [0]
@@ -122,18 +123,19 @@ def test_window_storm_lockstep():
     assert len(res["cwnd_writes"]) > 100 and res["retransmits"]
 
 
-@pytest.mark.parametrize("case", ["storm", pytest.param("random", marks=pytest.mark.slow)])
-def test_lockstep_interval(case):
+@pytest.mark.parametrize("case, mem_head", [("storm", False), ("storm", True),
+                                            pytest.param("random", False, marks=pytest.mark.slow)])
+def test_lockstep_interval(case, mem_head):
     """MR-TXS-413..416, MR-TXS-418, MR-TXS-419: at interval 8 s_cwnd is gated (the driver holds
     each write until taken) and a write waits in cw_d while its row's report or packet acts; the
-    rows' rooms take two-operand adds; the output queues show their memories' heads only: 0
-    mismatches on the window storm (path 0 of connection 0, its
+    rows' rooms take two-operand adds; with ``mem_head`` the output queues show their memories'
+    heads only (MR-TXS-419): 0 mismatches on the window storm (path 0 of connection 0, its
     window rewritten about every other cycle) and on random traffic with window writes."""
     model = TxSchedModel(**SMALL)
     if case == "storm":
         items, writes = tc.window_storm_case(model)
         res = run_lockstep(items, writes=writes, seed=0, p_idle=0, p_bp=0.2, loss=0.1,
-                           interval=8, cw_hold=True)
+                           interval=8, cw_hold=True, mem_head=mem_head)
     else:
         items, writes = tc.traffic(model, 40, seed=1), None
         res = run_lockstep(items, seed=1, p_idle=0.2, p_bp=0.4, p_cwnd=0.2, cwnd_hi=8000,
