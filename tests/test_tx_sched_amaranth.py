@@ -123,7 +123,8 @@ def test_window_storm_lockstep():
     assert len(res["cwnd_writes"]) > 100 and res["retransmits"]
 
 
-@pytest.mark.parametrize("case, mem_head", [("storm", False), ("storm", True),
+@pytest.mark.parametrize("case, mem_head", [("storm", False),
+                                            pytest.param("storm", True, marks=pytest.mark.slow),
                                             pytest.param("random", False, marks=pytest.mark.slow)])
 def test_lockstep_interval(case, mem_head):
     """MR-TXS-413..416, MR-TXS-418, MR-TXS-419: at interval 8 s_cwnd is gated (the driver holds
