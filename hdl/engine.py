@@ -794,8 +794,10 @@ class Engine(wiring.Component):
                                 pacing=self.pacing, cfg_sack=ENGINE_CFG_SACK, interval=self.interval)
         # MR-ENG-148: the scheduler's READs queued come out, for the rows the engine writes
         # MR-ENG-282: the TX half's one frame builder takes the ACK descriptors too
+        # MR-TXS-417: the frame interval to the unpaced register scheduler (1 to the others)
+        tx_interval = 1 if self.pacing or self.rows else self.interval
         self.tx = Tx(width, conns=conns, paths=paths, rd_rows=True, pacing=self.pacing, ack_desc=True,
-                     rows=self.rows, **kw)
+                     rows=self.rows, interval=tx_interval, **kw)
         # the scheduler's streams (the paced scheduler, MR-ENG-258, is a join without its own)
         self.tx_streams = kw["streams"]
         self.width, self.conns = width, conns

@@ -405,6 +405,10 @@ class Tx(wiring.Component):
         self.rows = bool(rows)
         if self.rows and self.pacing and self.rd_rows:
             raise ValueError("rows with pacing and rd_rows is not built")
+        # MR-TXS-417: the frame interval, the unpaced register scheduler's (MR-TXS-413)
+        self.interval = int(interval)
+        if self.interval > 1 and (self.rows or self.pacing):
+            raise ValueError("MR-TXS-417: an interval above 1 with rows or pacing is not built")
         if self.rows and self.pacing:
             extra = {"pace_ignored": True} if pace_ignored else {}
             self.sched = PacedTxSched(width, rows=True, conns=conns, streams=streams,
@@ -418,6 +422,8 @@ class Tx(wiring.Component):
             extra = {"pace_ignored": True} if pace_ignored else {}
             if self.verdicts:
                 extra["restores"] = True
+            if self.interval > 1:
+                extra["interval"] = self.interval
             self.sched = sched_cls(width, conns=conns, streams=streams, paths=paths,
                                    depth=depth, rd_rows=self.rd_rows, **self.sched_kw, **extra)
         # MR-TX-179: the unit's tail probes on, its m_probe joined to the scheduler's s_probe

@@ -59,6 +59,7 @@ from ..models.tx_sched import (ATOMIC_LEN, GEN_BITS, OP_READ, OP_READ_RESP, OUT_
 OUT_BITS = 16
 from ..models.wire import MrdhFlag, Op
 from .arith import _Arith, _ext, _named
+from .queue import interval_ready
 from .muxes import pick as _pick
 
 __all__ = ["TxSched", "tx_sched_small"]
@@ -143,9 +144,10 @@ class _StagedQueue:
     Ports as ``SyncFIFO``'s: ``w_en``/``w_data`` in, ``r_en``; ``r_rdy``/``r_data``.
     MR-TXS-353: ``late``, a function of the stage's data giving the entry the memory and the
     head take (fields read in the stage's cycle from a synchronous read port); default the
-    stage's data."""
+    stage's data. MR-TXS-419: ``stage_head`` False: the memory's head only (the stage is
+    never the head: an entry shows a cycle after its stage's)."""
 
-    def __init__(self, m, name, width, depth, late=None):
+    def __init__(self, m, name, width, depth, late=None, stage_head=True):
         self.w_en, self.w_data = Signal(name=f"{name}_w_en"), Signal(width, name=f"{name}_w_data")
         self.r_en = Signal(name=f"{name}_r_en")
         s_valid, s_data = Signal(name=f"{name}_s_valid"), Signal(width, name=f"{name}_s_data")
@@ -156,10 +158,15 @@ class _StagedQueue:
         w_ptr, r_ptr = Signal(pw, name=f"{name}_w_ptr"), Signal(pw, name=f"{name}_r_ptr")
         level = Signal(range(depth + 1), name=f"{name}_level")      # the memory's entries
         # the stage is the head while the memory holds none (r_ptr is then its slot)
-        s_head = _named(m, s_valid & (level == 0), f"{name}_s_head")
+        if stage_head:
+            s_head = _named(m, s_valid & (level == 0), f"{name}_s_head")
         s_word = s_data if late is None else _named(m, late(s_data), f"{name}_s_word")
-        self.r_rdy = _named(m, s_valid | (level != 0), f"{name}_r_rdy")
-        self.r_data = _named(m, Mux(s_head, s_word, rp.data), f"{name}_r_data")
+        if stage_head:
+            self.r_rdy = _named(m, s_valid | (level != 0), f"{name}_r_rdy")
+            self.r_data = _named(m, Mux(s_head, s_word, rp.data), f"{name}_r_data")
+        else:
+            self.r_rdy = _named(m, level != 0, f"{name}_r_rdy")
+            self.r_data = rp.data
         pop = self.r_en & self.r_rdy
         # the stage loads every cycle: it always drains into the memory at the next edge
         m.d.sync += [s_valid.eq(self.w_en), s_data.eq(self.w_data)]
@@ -221,9 +228,22 @@ class TxSched(wiring.Component):
                  path_pkts=SMALL["path_pkts"], ack_every=SMALL["ack_every"],
                  resend_depth=SMALL["resend_depth"], carry_chain=None, rd_rows=False,
                  pacing=False, pace_ignored=False, restores=False,
-                 pace_full_only=False, kept_out=True):
+                 pace_full_only=False, kept_out=True, interval=1, cw_hold=True, mem_head=False):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
+        # MR-TXS-413: the frame interval (MR-ENG-299); 1 builds none of MR-TXS-414..416
+        self.interval = int(interval)
+        if self.interval < 1:
+            raise ValueError(f"interval must be at least 1, not {interval!r}")
+        if self.interval > 1 and pacing:
+            raise ValueError("MR-TXS-413: an interval above 1 with pacing is not built")
+        # MR-TXS-418: cw_hold=False (negative control only): MR-TXS-415's hold left out
+        self.cw_hold = bool(cw_hold)
+        # MR-TXS-419: mem_head (interval above 1 only, off by default): the output queues show
+        # their memories' heads only
+        self.mem_head = bool(mem_head)
+        if self.mem_head and self.interval == 1:
+            raise ValueError("MR-TXS-419: mem_head needs an interval above 1")
         check_params(conns, streams, paths, depth, chunk_window, mtu, cwnd, conn_window,
                      path_pkts, ack_every, resend_depth)
         self.width = width
@@ -473,8 +493,10 @@ class TxSched(wiring.Component):
                 w.imm.eq(Mux(_op_kind(d.op)[1], d.imm, 0)),
                 w.swap.eq(o.swap), w.compare.eq(o.compare)]                          # MR-TXS-098
             return w
-        frame_q = _StagedQueue(m, "frame_q", fq_lay.size, OUT_DEPTH, late=fq_word)   # MR-TXS-280
-        sent_q = _StagedQueue(m, "sent_q", lay.sent.size, OUT_DEPTH)
+        # MR-TXS-419: with mem_head the memories' heads only
+        frame_q = _StagedQueue(m, "frame_q", fq_lay.size, OUT_DEPTH, late=fq_word,   # MR-TXS-280
+                               stage_head=not self.mem_head)
+        sent_q = _StagedQueue(m, "sent_q", lay.sent.size, OUT_DEPTH, stage_head=not self.mem_head)
         # MR-TXS-070: the completion queue's entries carry a bit above the completion: a READ
         # response's record, which leaves on m_rsp_done instead of m_cqe
         m.submodules.cqe_q = cqe_q = fifo.SyncFIFO(width=lay.cqe.size + 1, depth=OUT_DEPTH)
@@ -742,18 +764,36 @@ class TxSched(wiring.Component):
         # (cw_b), then the write checked and its change against the path's window registered
         # (cw_d), then written at the next edge with the room's change
         cwl = self.s_cwnd.payload
-        m.d.comb += self.s_cwnd.ready.eq(1)
         cw_b_valid = Signal(name="cw_b_valid")
         cw_b = Signal(lay.cwnd, name="cw_b")
-        m.d.sync += [cw_b_valid.eq(self.s_cwnd.valid), cw_b.eq(cwl)]
-        cw_b_row = _named(m, Cat(cw_b.path[:pb], cw_b.conn) if C > 1 else cw_b.path[:pb], "cw_b_row")
         cw_d_valid = Signal(name="cw_d_valid")
+        gated = self.interval > 1
+        if gated:
+            # MR-TXS-414: the interval gate, and no write in the pipe (registers only)
+            cw_take = Signal(name="cw_take")
+            cw_ready = _named(m, interval_ready(m, self.interval, cw_take, "cw_wait")
+                              & ~cw_b_valid & ~cw_d_valid, "cw_ready")
+            m.d.comb += [cw_take.eq(self.s_cwnd.valid & cw_ready), self.s_cwnd.ready.eq(cw_ready)]
+            m.d.sync += [cw_b_valid.eq(cw_take), cw_b.eq(cwl)]
+        else:
+            m.d.comb += self.s_cwnd.ready.eq(1)
+            m.d.sync += [cw_b_valid.eq(self.s_cwnd.valid), cw_b.eq(cwl)]
+        cw_b_row = _named(m, Cat(cw_b.path[:pb], cw_b.conn) if C > 1 else cw_b.path[:pb], "cw_b_row")
         cw_d_row = Signal(len(cw_b_row), name="cw_d_row")
         cw_d_hot = Signal(C * PA, name="cw_d_hot")
         cw_d_conn = Signal(C, name="cw_d_conn")
         cw_d_cw = Signal(bytes_w, name="cw_d_cw")
         cw_d_cwm = Signal(signed(bytes_w + 2), name="cw_d_cwm")
         cw_d_delta = Signal(signed(bytes_w + 2), name="cw_d_delta")
+        # MR-TXS-415: above interval 1 the write waits in cw_d while the cycle's action changes
+        # its row (cw_hold, set below); its row and connection bits then name the landing edge
+        cw_hold = Signal(name="cw_hold")
+        if gated:
+            cw_go = _named(m, cw_d_valid & ~cw_hold, "cw_go")
+            cw_hot = _named(m, cw_d_hot & ~cw_hold.replicate(C * PA), "cw_hot")
+            cw_conn = _named(m, cw_d_conn & ~cw_hold.replicate(C), "cw_conn")
+        else:
+            cw_go, cw_hot, cw_conn = cw_d_valid, cw_d_hot, cw_d_conn
         cw_lim = (1 << bytes_w) - 1 - mtu
         cw_new = _named(m, Mux(A.gt(cw_b.cwnd, Const(cw_lim, bytes_w), "cw_over"), cw_lim,
                                cw_b.cwnd), "cw_new")
@@ -761,17 +801,24 @@ class TxSched(wiring.Component):
         # path (it is written at this edge)
         cw_rd = cw_mem.read_port(domain="comb")
         m.d.comb += [cw_rd.addr.eq(cw_b_row),
-                     cw_mwr.addr.eq(cw_d_row), cw_mwr.en.eq(cw_d_valid), cw_mwr.data.eq(cw_d_cw)]
-        m.d.sync += cw_set.eq(cw_set | cw_d_hot)
+                     cw_mwr.addr.eq(cw_d_row), cw_mwr.en.eq(cw_go), cw_mwr.data.eq(cw_d_cw)]
+        m.d.sync += cw_set.eq(cw_set | cw_hot)
         cw_row = _named(m, Mux(cw_set.bit_select(cw_b_row, 1), cw_rd.data,
                                Const(self.cwnd, bytes_w)), "cw_row")
-        cw_old = _named(m, Mux(cw_d_valid & (cw_d_row == cw_b_row), cw_d_cw, cw_row), "cw_old")
+        # MR-TXS-414: above interval 1 cw_d is empty while cw_b holds a write: no forward
+        cw_old = (cw_row if gated else
+                  _named(m, Mux(cw_d_valid & (cw_d_row == cw_b_row), cw_d_cw, cw_row), "cw_old"))
         cw_delta = A.sub(_ext(cw_new, bytes_w + 2), _ext(cw_old, bytes_w + 2), "cw_delta")
         cw_cwm = A.sub(_ext(cw_new, bytes_w + 2), mtu, "cw_cwm")
-        m.d.sync += [cw_d_valid.eq(cw_b_valid), cw_d_row.eq(cw_b_row),
+        cw_d_load = [cw_d_valid.eq(cw_b_valid), cw_d_row.eq(cw_b_row),
                      cw_d_hot.eq(Cat(*(cw_b_valid & (cw_b_row == r) for r in range(C * PA)))),
                      cw_d_conn.eq(Cat(*(cw_b_valid & (cw_b.conn == c) for c in range(C)))),
                      cw_d_cw.eq(cw_new), cw_d_cwm.eq(cw_cwm), cw_d_delta.eq(cw_delta)]
+        if gated:
+            with m.If(~cw_hold):                # MR-TXS-415: held
+                m.d.sync += cw_d_load
+        else:
+            m.d.sync += cw_d_load
         # the room of cw_d's path plus the change, for a path no action changes at this edge
         cw_room = A.add(read(p_room, cw_d_row, "cw_room_old"), cw_d_delta, name="cw_room")
 
@@ -1180,6 +1227,14 @@ class TxSched(wiring.Component):
         act_pkt = [_named(m, act[c] & ~x["drop"], f"act_pkt{c}") for c, x in enumerate(cand_r)]
         act_new = [_named(m, act[c] & ~x["resend"], f"act_new{c}") for c, x in enumerate(cand_r)]
         pkt_act = _named(m, Cat(*act_pkt).any(), "pkt_act")
+        if gated:
+            # MR-TXS-415: the report in the register names cw_d's row, or the cycle's packet
+            # leaves on it (pkt_path_hot is 0 for a drop)
+            pkt_on = [act[c] & x["pkt_path_hot"][p] & cw_d_hot[c * PA + p]
+                      for c, x in enumerate(cand_r) for p in range(PA)]
+            if self.cw_hold:
+                m.d.comb += cw_hold.eq((cw_d_valid & busy & (r_row == cw_d_row))
+                                       | Cat(*pkt_on).any())
         if self.pacing:
             self._pace(m, A, act_pkt, cand_r, pace_pend, pace_late, mtu_log2)
 
@@ -1375,7 +1430,7 @@ class TxSched(wiring.Component):
                                       | (self.s_fail.valid & (self.s_fail.payload.conn == c))
                                       | (self.s_error.valid & (er_conn == c))
                                       | (wb_valid & (wb_conn == c))
-                                      | cw_d_conn[c]
+                                      | cw_conn[c]
                                       | (v_act & (pbr.conn == c))           # MR-TXS-118
                                       | (fill & (lq_conn == c)))            # MR-TXS-244
         def rep_or_pkt(v, rep_sub, nb, name):
@@ -1402,13 +1457,18 @@ class TxSched(wiring.Component):
                 # none names the row): rep_or_pkt's operands and the change, one chain
                 n_rm = len(p_room[row])
                 r_, p_ = _ext(r_nb, n_rm), _ext(x["nb"], n_rm)
-                room_next = A.add3_c(p_room[row], Mux(busy, r_, ~p_),
-                                     Mux(cw_d_hot[row], cw_d_delta, 0), ~busy,
-                                     f"proom_next{row}")
-                # the room when the flight empties: the window (the new one) less an MTU
-                room_empty = Mux(cw_d_hot[row], cw_d_cwm, p_cwm[row])
+                if gated:
+                    # MR-TXS-416: no write lands on a row its action changes (MR-TXS-415)
+                    room_next = rep_or_pkt(p_room[row], False, x["nb"], f"proom_next{row}")
+                    room_empty = p_cwm[row]
+                else:
+                    room_next = A.add3_c(p_room[row], Mux(busy, r_, ~p_),
+                                         Mux(cw_d_hot[row], cw_d_delta, 0), ~busy,
+                                         f"proom_next{row}")
+                    # the room when the flight empties: the window (the new one) less an MTU
+                    room_empty = Mux(cw_d_hot[row], cw_d_cwm, p_cwm[row])
                 pkts_next = A.add(p_pkts[row], Cat(Const(1, 1), busy.replicate(7)), name=f"pkts_next{row}")
-                with m.If(cw_d_hot[row]):
+                with m.If(cw_hot[row]):
                     m.d.sync += [p_cwm[row].eq(cw_d_cwm),
                                  p_room[row].eq(cw_room)]
                 with m.If(rep_act & (r_row == row)):

@@ -200,6 +200,26 @@ BLOCKS: dict[str, Block] = {
              "work requests, round robin, resends first, chunking, PSNs, path windows "
              "(docs/spec/hw-tx-sched.md)",
     ),
+    # The scheduler at the engine's parameters (Engine's tx.sched but rd_rows: the lockstep's
+    # driver has no READ rows), at interval 1 and at the engine's 8 at 64 bits (MR-TXS-418)
+    "tx_sched_engine": Block(
+        name="tx_sched_engine",
+        component="metaroce.blocks:tx_sched_engine",
+        model="metaroce.blocks:tx_sched_engine_model",
+        tb="metaroce.tb.tx_sched",
+        help="TX scheduler at the engine's parameters (2 connections x 4 paths, engine_tx_params), "
+             "interval 1 (docs/spec/hw-tx-sched.md MR-TXS-418)",
+        widths=(64,),
+    ),
+    "tx_sched_engine_i8": Block(
+        name="tx_sched_engine_i8",
+        component="metaroce.blocks:tx_sched_engine_i8",
+        model="metaroce.blocks:tx_sched_engine_model_i8",
+        tb="metaroce.tb.tx_sched",
+        help="TX scheduler at the engine's parameters and the engine's frame interval 8 "
+             "(docs/spec/hw-tx-sched.md MR-TXS-413..418)",
+        widths=(64,),
+    ),
     # The scheduler with the pacing condition and the per-frame pacer joined (issue 12,
     # docs/spec/hw-tx-sched.md MR-TXS-164): no data path, ``width`` changes nothing.
     "tx_sched_paced": Block(
@@ -429,6 +449,37 @@ def tx_rows_model_4096x8(width=64):
     """The cycle model of :func:`tx_rows_4096x8` (``models.tx.TxCycleModel(rows=True)``)."""
     from metaroce.models.tx import SMALL, TxCycleModel
     return TxCycleModel(width, **dict(SMALL, **TX_4096X8), rows=True)
+
+
+def tx_sched_engine_params():
+    """MR-TXS-418: ``TxSched``'s parameters as ``Engine``'s ``tx.sched`` takes them (without
+    ``rd_rows``)."""
+    from metaroce.models.engine import engine_tx_params
+    kw = engine_tx_params({})
+    names = ("streams", "depth", "chunk_window", "mtu", "cwnd", "conn_window", "path_pkts",
+             "ack_every", "resend_depth")
+    return dict(conns=2, paths=4, **{k: kw[k] for k in names})
+
+
+def tx_sched_engine(width=64, interval=1):
+    """MR-TXS-418: ``hdl.tx_sched.TxSched`` at :func:`tx_sched_engine_params`."""
+    from metaroce.hdl.tx_sched import TxSched
+    return TxSched(width, **tx_sched_engine_params(), interval=interval)
+
+
+def tx_sched_engine_i8(width=64):
+    """:func:`tx_sched_engine` at the engine's interval at 64 bits (MR-ENG-299)."""
+    return tx_sched_engine(width, interval=8)
+
+
+def tx_sched_engine_model(width=64, interval=1):
+    """The cycle model of :func:`tx_sched_engine`."""
+    from metaroce.models.tx_sched import TxSchedCycleModel
+    return TxSchedCycleModel(width, **tx_sched_engine_params(), interval=interval)
+
+
+def tx_sched_engine_model_i8(width=64):
+    return tx_sched_engine_model(width, interval=8)
 
 
 def engine_model_4096x8(width=512):

@@ -869,9 +869,11 @@ class EngineModel:
         streams = kw.pop("streams")
         # MR-ENG-282: the ACK descriptors into the TX half's one frame builder (``ack_first``
         # False: after the data descriptors, MR-ENG-286's negative control only)
+        # MR-TXS-417: the frame interval to the unpaced register scheduler (1 to the others)
+        tx_interval = 1 if self.pacing or self.rows else self.interval
         self.tx = TxCycleModel(width, conns, streams, paths, kw.pop("depth"), rd_rows=True,
                                pacing=self.pacing, ack_desc=True, ack_first=ack_first,
-                               rows=self.rows, **kw)
+                               rows=self.rows, interval=tx_interval, **kw)
         lay = self.tx.lay
         self.ack_in = AckInModel(conns, lay.rtx.ack)
         # MR-ENG-240/241: the TX half's m_rsp_done records also free the RX's resources

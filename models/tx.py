@@ -526,6 +526,10 @@ class TxCycleModel:
         self.rows = bool(rows)
         if self.rows and self.pacing and self.rd_rows:
             raise ValueError("rows with pacing and rd_rows is not built")
+        # MR-TXS-417: the frame interval, the unpaced register scheduler's (MR-TXS-413)
+        self.interval = int(interval)
+        if self.interval > 1 and (self.rows or self.pacing):
+            raise ValueError("MR-TXS-417: an interval above 1 with rows or pacing is not built")
         if self.rows and self.pacing:
             extra = {"pace_ignored": True} if pace_ignored else {}
             if self.verdicts:
@@ -547,7 +551,7 @@ class TxCycleModel:
             self.sched = self.paced.sched
         else:
             self.sched = TxSchedCycleModel(width, conns, streams, paths, depth, rd_rows=rd_rows,
-                                           restores=self.verdicts, **kw)
+                                           restores=self.verdicts, interval=self.interval, **kw)
         # MR-TX-179: the unit's tail probes on, its m_probe joined to the scheduler's s_probe
         self.rtx = RetransmitCycleModel(width, conns, paths, pool, rto_ns=rto_ns,
                                         retry_limit=retry_limit, slot_log2=slot_log2, probes=True,
@@ -605,7 +609,8 @@ class TxCycleModel:
         # ready; the rows' are their boundary registers' (registers only)
         rows = self.rows
         acked_ready = sched.acked_ready() if rows else 1
-        cwnd_ready = sched.cwnd_ready() if rows else 1
+        # MR-TXS-417: and the register scheduler's above interval 1 (MR-TXS-414)
+        cwnd_ready = sched.cwnd_ready() if rows or self.interval > 1 else 1
         fail_ready = sched.fail_ready() if rows else 1
         fail_valid, fail = self.data.fail_outputs()
         # MR-TX-318: with the rows a retry-limit report leaves on m_error and into the

@@ -871,10 +871,22 @@ class TxSchedCycleModel:
 
     def __init__(self, width=64, conns=SMALL["conns"], streams=SMALL["streams"],
                  paths=SMALL["paths"], depth=SMALL["depth"], *, rd_rows=False, restores=False,
-                 lost_waits=False, last_active_kept=True, kept_out=True, **kw):
+                 lost_waits=False, last_active_kept=True, kept_out=True, interval=1,
+                 mem_head=False, **kw):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
+        # MR-TXS-413/414: the frame interval (MR-ENG-299); above 1 s_cwnd takes a write at most
+        # once every `interval` cycles and only with no write in its pipe (cw_b, cw_d)
+        self.interval = int(interval)
+        if self.interval < 1:
+            raise ValueError(f"interval must be at least 1, not {interval!r}")
+        self.cw_gate = records.IntervalGate(self.interval)
+        self.cw_holds = 0               # MR-TXS-415: cycles a write waited in cw_d (for tests)
+        # MR-TXS-419: with mem_head (interval above 1 only) the output queues' memory heads only
+        self.mem_head = bool(mem_head)
+        if self.mem_head and self.interval == 1:
+            raise ValueError("MR-TXS-419: mem_head needs an interval above 1")
         # MR-TXS-347/350: with restores, a verdict taken as a reroute leaves a kept record on
         # m_restore; kept_out=False (negative control only) leaves it out (the block before)
         self.kept_out = bool(kept_out)
@@ -892,6 +904,8 @@ class TxSchedCycleModel:
         self.sem = TxSchedModel(conns, streams, paths, depth, last_active_kept=last_active_kept,
                                 **kw)
         self.lay = self.sem.lay
+        if self.interval > 1 and self.sem.pace is not None:
+            raise ValueError("MR-TXS-413: an interval above 1 with pacing is not built")
         if self.sem.pace is not None:
             # MR-TXS-159: the pacer's ports (hw-cwnd.md MR-CW-097's s_frame and m_turn)
             self.pace_lay = pacer_model.frame_layouts(conns)
@@ -908,6 +922,9 @@ class TxSchedCycleModel:
             self.restore_lay = restore_layout(conns, paths)
         self.frame_q = SyncFifoModel(OUT_DEPTH)
         self.sent_q = SyncFifoModel(OUT_DEPTH)
+        # MR-TXS-419: with mem_head the queues' stages (the decision's frame and sent event,
+        # packed), written into the rings a cycle later; the ports show the rings only
+        self.fr_stage = self.sent_stage = None
         self.cqe_q = SyncFifoModel(OUT_DEPTH)
         self.cand = {}                  # MR-TXS-033: connection -> action, decided last cycle
         self.touched = set()            # connections changed at the last edge
@@ -933,6 +950,7 @@ class TxSchedCycleModel:
     def busy(self):
         sem = self.sem
         return bool(self.frame_q.level or self.sent_q.level or self.cqe_q.level or self.cand
+                    or self.fr_stage is not None or self.sent_stage is not None
                     or self.rep is not None or self.ba is not None or self.br is not None
                     or self.rs is not None
                     or self.comp is not None or self.win is not None
@@ -961,6 +979,25 @@ class TxSchedCycleModel:
         held = self.rep is not None and self.rep[0] and self.rep[1]["conn"] == f["conn"]
         return self.sem.resend_room(f, held)
 
+    def cwnd_ready(self):
+        """MR-TXS-414: ``s_cwnd.ready`` before the edge (registers only): always at interval 1;
+        above, the interval gate open and no write in the pipe (``cw_b``, ``cw_d``)."""
+        if self.interval == 1:
+            return 1
+        return int(self.cw_gate.open and self.cw_b is None and self.cw_d is None)
+
+    def cw_held(self, w, held, pkt_row):
+        """MR-TXS-415: at an interval above 1, the write ``w`` in ``cw_d`` waits at this edge
+        when the report in the report register (``held``: ``(lost, report)``) names its
+        ``{conn, path}`` (the path's low bits) or this cycle's packet (``pkt_row``: its
+        ``(conn, path)``) leaves on its row."""
+        if self.interval == 1:
+            return False
+        row = (w["conn"], w["path"])
+        if held is not None and (held[1]["conn"], held[1]["path"] & (self.sem.paths - 1)) == row:
+            return True
+        return pkt_row == row
+
     def fill_go(self):
         """MR-TXS-244: the refill decided last cycle is this cycle's action: no report in the
         report register, its connection untouched at the edge since (registers only)."""
@@ -984,8 +1021,8 @@ class TxSchedCycleModel:
         take_wr = (wr is not None and not busy and not fill and comp is None
                    and (cqe_room if sem.wr_status(wr) else sem.wr_room(wr)))
         sched = (not busy and not fill and comp is None and not take_wr
-                 and self.frame_q.level < OUT_DEPTH
-                 and self.sent_q.level < OUT_DEPTH)
+                 and self.frame_q.level + (self.fr_stage is not None) < OUT_DEPTH
+                 and self.sent_q.level + (self.sent_stage is not None) < OUT_DEPTH)
         return busy, comp, take_wr, sched
 
     def rd_port(self, inputs):
@@ -1184,6 +1221,9 @@ class TxSchedCycleModel:
                         "m_pace__payload": pack(self.pace_lay["frame"], pace_req),
                         "s_turn__ready": 1, "s_retime__ready": 1})
         frame = sent = cqe = None
+        cw_ready = self.cwnd_ready()            # MR-TXS-414: before the registers move
+        out["s_cwnd__ready"] = cw_ready
+        pkt_row = None                          # MR-TXS-415: the row of this cycle's packet
         # MR-TXS-036: last cycle's acknowledged chunk counted at this edge (after this cycle's
         # decisions above, before this cycle's report: the forward); its connection is touched
         if self.win is not None:
@@ -1220,6 +1260,8 @@ class TxSchedCycleModel:
             if act is not None:
                 self.events.append(act)
                 touched.add(act[1])
+                if act[0] == "packet":
+                    pkt_row = (act[1], act[6])
                 r = sem.apply(act, g("now", 0))
                 if r is not None:
                     frame, sent = r
@@ -1238,7 +1280,10 @@ class TxSchedCycleModel:
         # MR-TXS-029: the window write taken two cycles ago changes its path's window at this
         # edge, after this cycle's action (whose AckReq was decided on the old window); its
         # connection is touched; the port is always ready
-        if self.cw_d is not None:
+        # MR-TXS-415: at an interval above 1 it waits while this cycle's action changes its row
+        cw_hold = self.cw_d is not None and self.cw_held(self.cw_d, held, pkt_row)
+        self.cw_holds += cw_hold
+        if self.cw_d is not None and not cw_hold:
             w = self.cw_d
             self.events.append(("cwnd", w))
             sem.set_cwnd(w["conn"], w["path"], w["cwnd"])
@@ -1252,18 +1297,27 @@ class TxSchedCycleModel:
                           # MR-TXS-167: a re-timing write the pacer took in this cycle
                           unpack(self.pace_lay["write"], g("s_retime__payload", 0))
                           if g("s_retime__valid", 0) else None, g("line_mbps", 0))
-        self.cw_d = self.cw_b
-        self.cw_b = unpack(lay.cwnd, g("s_cwnd__payload", 0)) if g("s_cwnd__valid", 0) else None
+        if cw_hold:
+            assert self.cw_b is None, "MR-TXS-414: no write behind a held one"
+        else:
+            self.cw_d = self.cw_b
+        cw_take = bool(cw_ready and g("s_cwnd__valid", 0))
+        self.cw_b = unpack(lay.cwnd, g("s_cwnd__payload", 0)) if cw_take else None
+        self.cw_gate.step(cw_take)
         self.cand, self.touched, self.comp, self.qcomp = cand, touched, comp_next, qcomp_next
         self.pd = pd_next
         self.lq = lq_next
         if targets:
             self.events.append(("fail", [(e["wr_id"], st) for e, st in targets]))
         sem.fail(targets)
-        self.frame_q.update(g("m_frame__ready", 0), frame is not None,
-                            pack(lay.frame, frame) if frame else 0)
-        self.sent_q.update(g("m_sent__ready", 0), sent is not None,
-                           pack(lay.sent, sent) if sent else 0)
+        fr_word = pack(lay.frame, frame) if frame else None
+        sent_word = pack(lay.sent, sent) if sent else None
+        if self.mem_head:
+            # MR-TXS-419: the stages written into the rings at this edge, this cycle's into them
+            (fr_word, self.fr_stage), (sent_word, self.sent_stage) = \
+                (self.fr_stage, fr_word), (self.sent_stage, sent_word)
+        self.frame_q.update(g("m_frame__ready", 0), fr_word is not None, fr_word or 0)
+        self.sent_q.update(g("m_sent__ready", 0), sent_word is not None, sent_word or 0)
         self.cqe_q.update(g("m_rsp_done__ready" if cq_rsp else "m_cqe__ready", 0), cqe is not None,
                           cqe_entry(lay, cqe) if cqe else 0)
         return out

@@ -147,7 +147,7 @@ class Driver(CounterReadout):
 
     def __init__(self, lay, items, *, seed=0, p_idle=0.2, p_bp=0.3, loss=0.1, p_ack=0.3,
                  p_report_idle=0.2, ns_per_cycle=4, p_cwnd=0.0, cwnd_hi=50_000, rsps=(),
-                 p_probe=0.0, p_fail=0.0):
+                 p_probe=0.0, p_fail=0.0, cw_hold=False):
         self.lay = lay
         # MR-TXS-027, MR-TXS-253: message and connection failures offered on s_fail / s_error
         # (one connection's, alone or together) in a fraction p_fail of the cycles, from a
@@ -168,6 +168,10 @@ class Driver(CounterReadout):
         # of a run without writes): 0, above the bound (taken as the bound), or below cwnd_hi
         self.p_cwnd, self.cwnd_hi = p_cwnd, cwnd_hi
         self.cw_rng = random.Random(seed ^ 0x5CC)
+        # MR-TXS-418: with cw_hold a write offered is held until s_cwnd takes it (where the
+        # port is always ready, as the register scheduler's at interval 1, the draws are those
+        # of a run without); else offered for one cycle (the drivers before)
+        self.cw_offer, self.cw_hold = None, bool(cw_hold)
         self.items = list(items)
         self.p_idle, self.p_bp, self.loss, self.p_ack = p_idle, p_bp, loss, p_ack
         self.p_report_idle = p_report_idle
@@ -264,14 +268,21 @@ class Driver(CounterReadout):
             self._offer_probe(inp)
         if self.p_fail:
             self._offer_fail(inp)
+        if self.cw_offer is None:
+            self.cw_offer = self._cw_next()
+        if self.cw_offer is not None:
+            inp["s_cwnd__valid"], inp["s_cwnd__payload"] = 1, pack(self.lay.cwnd, self.cw_offer)
+        return inp
+
+    def _cw_next(self):
+        """MR-TXS-028: the next window write to offer, or None (a fraction ``p_cwnd`` of the
+        cycles until every work request has completed)."""
         if self.p_cwnd and not self.sent_all and self.cw_rng.random() < self.p_cwnd:
             cr = self.cw_rng
             r = cr.random()
-            w = {"conn": cr.randrange(self.lay.conns), "path": cr.randrange(self.lay.paths),
-                 "cwnd": 0 if r < 0.1 else (1 << 24) - 1 if r < 0.15 else cr.randrange(self.cwnd_hi)}
-            inp["s_cwnd__valid"], inp["s_cwnd__payload"] = 1, pack(self.lay.cwnd, w)
-            self.res["cwnd_writes"].append(w)
-        return inp
+            return {"conn": cr.randrange(self.lay.conns), "path": cr.randrange(self.lay.paths),
+                    "cwnd": 0 if r < 0.1 else (1 << 24) - 1 if r < 0.15 else cr.randrange(self.cwnd_hi)}
+        return None
 
     def _offer_fail(self, inp):
         """MR-TXS-253: a message failure (a random slot; status 0 one time in three, which
@@ -345,6 +356,9 @@ class Driver(CounterReadout):
         if self.probe_offer is not None and out.get("s_probe__ready"):
             res["probes"].append(self.probe_offer)
             self.probe_offer = None
+        if self.cw_offer is not None and (out.get("s_cwnd__ready", 1) or not self.cw_hold):
+            res["cwnd_writes"].append(self.cw_offer)        # MR-TXS-418: taken (or let go)
+            self.cw_offer = None
         if out["m_frame__valid"] and inp["m_frame__ready"]:
             fr = unpack(self.lay.frame, out["m_frame__payload"])
             res["frames"].append(fr)
@@ -396,14 +410,16 @@ class WindowSchedule(Driver):
     def __init__(self, lay, items, writes, **kw):
         super().__init__(lay, items, **kw)
         self.writes = dict(writes)
+        self.cw_due = deque()       # MR-TXS-418: writes due and not yet offered, in order
 
     def inputs(self):
-        inp = super().inputs()
         w = self.writes.get(self.cycle)
         if w is not None and not self._phase:
-            inp["s_cwnd__valid"], inp["s_cwnd__payload"] = 1, pack(self.lay.cwnd, w)
-            self.res["cwnd_writes"].append(w)
-        return inp
+            self.cw_due.append(w)
+        return super().inputs()
+
+    def _cw_next(self):
+        return self.cw_due.popleft() if self.cw_due else None
 
 
 class VerdictStorm(Driver):

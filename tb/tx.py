@@ -47,6 +47,8 @@ def _sem():
 async def _harness(dut, width, *, first=True, stop_on_mismatch=True, **model_kw):
     """A fresh model (``TxCycleModel``'s options ``model_kw``) and the RTL reset (the clock
     started by the first call only)."""
+    # MR-TXS-417, MR-TX-456: TX_INTERVAL, the build's frame interval (the block tx_interval: 8)
+    model_kw.setdefault("interval", int(os.environ.get("TX_INTERVAL", "1")))
     model = TxCycleModel(width, **SMALL, **model_kw)
     ins, outs = model_port_lists(model)
     h = Lockstep(dut, model, ins, outs, stop_on_mismatch=stop_on_mismatch)
@@ -65,9 +67,7 @@ async def tx_lockstep(dut):
     width = _width(dut)
     seed = int(os.environ.get("TX_SEED", "1"))
     # MR-TX-325: TX_ROWS=1 for the block tx_rows (the row scheduler's model)
-    # MR-TX-456: TX_INTERVAL, the model's frame interval (the block tx_interval's)
-    model, h = await _harness(dut, width, rows=os.environ.get("TX_ROWS", "0") == "1",
-                              interval=int(os.environ.get("TX_INTERVAL", "1")))
+    model, h = await _harness(dut, width, rows=os.environ.get("TX_ROWS", "0") == "1")
     sem = _sem()
     items, lay = xc.traffic(sem, int(os.environ.get("TX_WRS", "40")), seed=seed,
                             max_len=int(os.environ.get("TX_MAXLEN", "2500")))

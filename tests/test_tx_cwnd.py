@@ -13,17 +13,18 @@ from metaroce.models.tx import SMALL, TxCycleModel
 CONN, MARKED = xc.CC_CONN, xc.CC_MARKED
 
 
-def run(cc_on, *, rtl=False, width=64):
-    """The directed run; returns the driver and the model at the end."""
+def run(cc_on, *, rtl=False, width=64, interval=1):
+    """The directed run; returns the driver and the model at the end (``interval``: the
+    scheduler's, MR-TXS-417)."""
     items, lay = xc.cc_work(SMALL)
-    model = TxCycleModel(width, **SMALL)
+    model = TxCycleModel(width, **SMALL, interval=interval)
     kw = xc.cc_driver_kw(SMALL, cc_on)
     tmpls = xc.templates(SMALL["conns"], SMALL["paths"])
     if rtl:
         from metaroce.hdl.tx import Tx
         from metaroce.tb.lockstep import run_amaranth
         drv = xc.Driver(model.lay, width, items, lay, tmpls, **kw)
-        core = run_amaranth(Tx(width, **SMALL), model, drv, busy=model.busy)
+        core = run_amaranth(Tx(width, **SMALL, interval=interval), model, drv, busy=model.busy)
         assert core.mismatches == 0
     else:
         drv = xc.run_model(model, items, lay, tmpls, **kw)
@@ -85,11 +86,22 @@ def test_cc_off_keeps_the_constant_windows():
 
 
 @pytest.mark.slow
-def test_ecn_marks_lockstep_64():
+@pytest.mark.parametrize("interval", [1, 8])
+def test_ecn_marks_lockstep_64(interval):
     """MR-TX-107 on the RTL: the same run in lockstep with the model in the Amaranth simulator
-    (every output every cycle): 0 mismatches, and the same cut."""
-    drv, model = run(True, rtl=True)
+    (every output every cycle): 0 mismatches, and the same cut; MR-TXS-417: also with the
+    scheduler at interval 8 (s_cwnd gated, Cwnd's updates waiting on its ready)."""
+    drv, model = run(True, rtl=True, interval=interval)
     check_marked(drv, model)
+
+
+def test_ecn_marks_at_interval_8():
+    """MR-TXS-414, MR-TXS-417 (model): the scheduler at interval 8 in the TX top: Cwnd's
+    updates wait on s_cwnd's gated ready, none is lost: the scheduler's windows end equal to the
+    Cwnd block's, the marked path's cut to its floor."""
+    drv, model = run(True, interval=8)
+    check_marked(drv, model)
+    assert model.sched.interval == 8 and model.sched.cw_gate.interval == 8
 
 
 @pytest.mark.parametrize("seed", [1, 2])

@@ -58,15 +58,21 @@ def test_tx_rtl_cc_lockstep():
 
 @pytest.mark.slow
 def test_tx_rtl_interval_lockstep():
-    """MR-TX-455, MR-TX-456: the TX's small instance at the frame interval of 64 bits (the block
-    ``tx_interval``: its retransmit unit takes an event every 4 cycles at most, no forwards)
-    against ``TxCycleModel(interval=8)`` under Verilator, tx_lockstep's workload: 0 mismatches,
-    every work request completed, resends and tail probes among them."""
+    """MR-TX-455, MR-TX-456, MR-TXS-417/419 under Verilator: the TX's small instance at the frame
+    interval of 64 bits (the block ``tx_interval``: its retransmit unit takes an event every 4
+    cycles at most, no forwards; its scheduler's window writes behind the gate) against
+    ``TxCycleModel(interval=8)``: tb/tx.py's ``tx_lockstep`` (random traffic, losses, probes,
+    backpressure) and ``tx_cc`` (the Cwnd block's updates through the gated s_cwnd, one path's
+    window cut to its floor): 0 mismatches each, every work request completed, resends and tail
+    probes among them."""
     b = tb_build.build(blocks.get("tx_interval"), 64)
     env = {"TX_WRS": os.environ.get("TX_WRS", "40"), "TX_RSPS": os.environ.get("TX_RSPS", "10"),
            "TX_SEED": os.environ.get("TX_SEED", "1"), "TX_MAXLEN": os.environ.get("TX_MAXLEN", "2500"),
            "TX_INTERVAL": "8"}
     row = vl.run_one(b, "metaroce.tb.tx", "tx_lockstep", env, out_var="TX_OUT")
+    print(row)
     assert row["mismatches"] == 0 and row["completions"] == row["work_requests"]
     assert row["retransmits"] and row["lost"] and row["probes"] > 0
+    row = vl.run_one(b, "metaroce.tb.tx", "tx_cc", {"TX_INTERVAL": "8"}, out_var="TX_OUT")
     print(row)
+    assert row["mismatches"] == 0 and row["completions"] == row["work_requests"]

@@ -19,12 +19,15 @@ from metaroce.models.wire import MrdhFlag
 from metaroce.tb.lockstep import Mismatch, run_amaranth, verilog_ports, wrong_form
 
 
-def run_lockstep(items, *, params=SMALL, seed=0, carry_chain=None, writes=None, **kw):
+def run_lockstep(items, *, params=SMALL, seed=0, carry_chain=None, writes=None, interval=1,
+                 dut=None, mem_head=False, **kw):
     """The lockstep and the checker; ``writes`` (cycle -> window write) drives
     :class:`tc.WindowSchedule`; ``packets`` in the result: ``[(cycle, conn, path)]`` of the
-    model's scheduling steps."""
-    dut = TxSched(64, **params, carry_chain=carry_chain)
-    model = TxSchedCycleModel(64, **params)
+    model's scheduling steps. ``interval``: MR-TXS-413's, the RTL's and the model's (``dut``:
+    another RTL against the model, for negative controls)."""
+    dut = dut or TxSched(64, **params, carry_chain=carry_chain, interval=interval,
+                         mem_head=mem_head)
+    model = TxSchedCycleModel(64, **params, interval=interval, mem_head=mem_head)
     drv = (tc.Driver(model.lay, items, seed=seed, **kw) if writes is None
            else tc.WindowSchedule(model.lay, items, writes, seed=seed, **kw))
     packets, seen = [], [0]
@@ -36,7 +39,8 @@ def run_lockstep(items, *, params=SMALL, seed=0, carry_chain=None, writes=None, 
     core = run_amaranth(dut, model, drv, busy=model.busy, on_cycle=on_cycle)
     assert core.mismatches == 0
     summary = tc.check(TxSchedModel(**params), items, drv.res, kw.get("rsps", ()))
-    return dict(drv.res, compared=core.cycle, packets=packets, **summary)
+    return dict(drv.res, compared=core.cycle, packets=packets, cw_holds=model.cw_holds,
+                **summary)
 
 
 @pytest.mark.slow
@@ -117,6 +121,40 @@ def test_window_storm_lockstep():
     items, writes = tc.window_storm_case(model)
     res = run_lockstep(items, writes=writes, seed=0, p_idle=0, p_bp=0.2, loss=0.1)
     assert len(res["cwnd_writes"]) > 100 and res["retransmits"]
+
+
+@pytest.mark.parametrize("case, mem_head", [("storm", False),
+                                            pytest.param("storm", True, marks=pytest.mark.slow),
+                                            pytest.param("random", False, marks=pytest.mark.slow)])
+def test_lockstep_interval(case, mem_head):
+    """MR-TXS-413..416, MR-TXS-418, MR-TXS-419: at interval 8 s_cwnd is gated (the driver holds
+    each write until taken) and a write waits in cw_d while its row's report or packet acts; the
+    rows' rooms take two-operand adds; with ``mem_head`` the output queues show their memories'
+    heads only (MR-TXS-419): 0 mismatches on the window storm (path 0 of connection 0, its
+    window rewritten about every other cycle) and on random traffic with window writes."""
+    model = TxSchedModel(**SMALL)
+    if case == "storm":
+        items, writes = tc.window_storm_case(model)
+        res = run_lockstep(items, writes=writes, seed=0, p_idle=0, p_bp=0.2, loss=0.1,
+                           interval=8, cw_hold=True, mem_head=mem_head)
+    else:
+        items, writes = tc.traffic(model, 40, seed=1), None
+        res = run_lockstep(items, seed=1, p_idle=0.2, p_bp=0.4, p_cwnd=0.2, cwnd_hi=8000,
+                           interval=8, cw_hold=True)
+    assert len(res["cwnd_writes"]) > 20 and res["retransmits"]
+    assert res["cw_holds"] > (5 if case == "storm" else 0)     # MR-TXS-415: writes waited
+
+
+@pytest.mark.slow
+def test_lockstep_interval_without_hold_fails():
+    """MR-TXS-418's negative control: the RTL at interval 8 with the two-operand rooms but
+    without MR-TXS-415's hold (a write lands on a row its action changes, its change lost)
+    against the model: the storm's lockstep mismatches."""
+    model = TxSchedModel(**SMALL)
+    items, writes = tc.window_storm_case(model)
+    with pytest.raises((Mismatch, AssertionError)):
+        run_lockstep(items, writes=writes, seed=0, p_idle=0, p_bp=0.2, loss=0.1, interval=8,
+                     cw_hold=True, dut=TxSched(64, **SMALL, interval=8, cw_hold=False))
 
 
 def test_adder_forms_agree():

@@ -5,7 +5,10 @@ of the design): ``TxSched`` as ``Engine``'s ``tx.sched`` builds it (``conns=2, p
 (``synth_ecp5_script``); prints the cell counts and the COMB estimate (LUT4 + 2 CCU2C + 6
 DPR16X4, fpga-build.md "Lead, session 34") and the DPR16X4 per memory.
 
-    .venv/bin/python docs/hw/probes/tx_sched_engine_ecp5.py DIR
+    .venv/bin/python docs/hw/probes/tx_sched_engine_ecp5.py DIR [INTERVAL [mem_head]]
+
+``INTERVAL`` (sci42, MR-TXS-413): the scheduler's frame interval, default 1; the engine's at 64
+bits is 8 (MR-ENG-299). ``mem_head``: MR-TXS-419's output queues (off in the engine).
 """
 import collections
 import json
@@ -24,8 +27,10 @@ from metaroce.sim.verilator import generate_verilog
 out = Path(sys.argv[1])
 out.mkdir(parents=True, exist_ok=True)
 kw = engine_tx_params({})
+interval = int(sys.argv[2]) if len(sys.argv) > 2 else 1
 sched = TxSched(64, conns=2, paths=4, streams=kw["streams"], depth=kw["depth"], rd_rows=True,
-                **{k: kw[k] for k in _SCHED_KW})
+                **{k: kw[k] for k in _SCHED_KW}, interval=interval,
+                mem_head=len(sys.argv) > 3 and sys.argv[3] == "mem_head")
 text = generate_verilog(sched, "tx_sched", platform=ECP5)
 (out / "design.v").write_text(drop_zero_memory_init(text)[0])
 (out / "synth.ys").write_text(synth_ecp5_script("tx_sched"))
