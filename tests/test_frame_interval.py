@@ -64,8 +64,17 @@ def test_interval_ready_rtl_equals_model(interval):
 
 
 def test_engine_takes_the_width_interval():
-    """MR-ENG-300: Engine and EngineModel default to the width's interval; an explicit one is kept."""
+    """MR-ENG-300: Engine and EngineModel default to the width's interval and hand it to the
+    RX, the retransmit unit and the register scheduler; with the row scheduler or pacing the TX
+    half keeps 1; an explicit interval is kept."""
     from metaroce.hdl.engine import Engine
     from metaroce.models.engine import EngineModel
-    assert Engine(64).interval == EngineModel(64).interval == 8
+    for eng in (Engine(64), EngineModel(64)):
+        assert eng.interval == 8
+        rx = eng.rx_half.rx if isinstance(eng, Engine) else eng.rx.rx
+        assert rx.interval == eng.tx.interval == eng.tx.sched.interval == eng.tx.rtx.interval == 8
+    for eng in (Engine(64, rows=True), EngineModel(64, rows=True)):
+        rx = eng.rx_half.rx if isinstance(eng, Engine) else eng.rx.rx
+        assert rx.interval == 8 and eng.tx.interval == eng.tx.rtx.interval == 1
     assert Engine(64, interval=1).interval == EngineModel(64, interval=1).interval == 1
+    assert Engine(512).interval == EngineModel(512).interval == 1
