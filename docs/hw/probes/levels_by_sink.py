@@ -57,11 +57,9 @@ def sink_graph(mod, address_sinks=False):
     return nodes, sinks
 
 
-def deepest_by_group(mod, address_sinks=False):
-    """``{group: (levels, path)}``: a group is a sink label without its bit index (``ctrN``
-    for the counters ``ctr0``..); the path runs from its start net to the sink's last LUT."""
-    names = S._bit_names(mod)
-    nodes, sinks = sink_graph(mod, address_sinks)
+def node_depths(nodes):
+    """``(driver, depth, parent)`` of :func:`sink_graph`'s nodes: the node driving each bit, each
+    node's LUT levels from a register or input, and the input bit its deepest path comes by."""
     driver = {b: i for i, (_, _, outs) in enumerate(nodes) for b in outs if isinstance(b, int)}
     depth, parent = {}, {}
     for root in range(len(nodes)):           # iterative: the netlists are deep
@@ -83,6 +81,15 @@ def deepest_by_group(mod, address_sinks=False):
                 if via is None or v >= best:
                     best, via = v, x
             depth[j], parent[j] = best + 1, via
+    return driver, depth, parent
+
+
+def deepest_by_group(mod, address_sinks=False):
+    """``{group: (levels, path)}``: a group is a sink label without its bit index (``ctrN``
+    for the counters ``ctr0``..); the path runs from its start net to the sink's last LUT."""
+    names = S._bit_names(mod)
+    nodes, sinks = sink_graph(mod, address_sinks)
+    driver, depth, parent = node_depths(nodes)
 
     def path(b):
         out = []

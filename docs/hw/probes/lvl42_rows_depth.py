@@ -29,7 +29,7 @@ import time
 import types
 from pathlib import Path
 
-from levels_by_sink import deepest_by_group, sink_graph
+from levels_by_sink import deepest_by_group, node_depths, sink_graph
 
 from amaranth.hdl import Shape
 from amaranth.lib import data
@@ -77,23 +77,7 @@ def row_fields(mod, fields):
     """The deepest path's levels into each field of ``pipe.wb_row`` (the row written back,
     S2's result), deepest first: ``[(levels, field)]``."""
     nodes, sinks = sink_graph(mod)
-    driver = {b: i for i, (_, _, outs) in enumerate(nodes) for b in outs if isinstance(b, int)}
-    depth = {}
-    for root in range(len(nodes)):
-        stack = [root]
-        while stack:
-            j = stack[-1]
-            if j in depth:
-                stack.pop()
-                continue
-            pending = [driver[x] for x in nodes[j][1]
-                       if isinstance(x, int) and x in driver and driver[x] not in depth]
-            if pending:
-                stack.extend(pending)
-                continue
-            stack.pop()
-            depth[j] = 1 + max((depth.get(driver[x], 0) for x in nodes[j][1]
-                                if isinstance(x, int) and x in driver), default=0)
+    driver, depth, _ = node_depths(nodes)
     best = {}
     for b, label in sinks:
         if not label.startswith("pipe.wb_row["):
