@@ -794,7 +794,8 @@ class Engine(wiring.Component):
                                 pacing=self.pacing, cfg_sack=ENGINE_CFG_SACK, interval=self.interval)
         # MR-ENG-148: the scheduler's READs queued come out, for the rows the engine writes
         # MR-ENG-282: the TX half's one frame builder takes the ACK descriptors too
-        # MR-TXS-417: the frame interval to the unpaced register scheduler (1 to the others)
+        # MR-TXS-417, MR-TX-455: the TX half's interval (its scheduler's and retransmit unit's);
+        # 1 with pacing or the row scheduler, which do not take one
         tx_interval = 1 if self.pacing or self.rows else self.interval
         self.tx = Tx(width, conns=conns, paths=paths, rd_rows=True, pacing=self.pacing, ack_desc=True,
                      rows=self.rows, interval=tx_interval, **kw)

@@ -869,7 +869,8 @@ class EngineModel:
         streams = kw.pop("streams")
         # MR-ENG-282: the ACK descriptors into the TX half's one frame builder (``ack_first``
         # False: after the data descriptors, MR-ENG-286's negative control only)
-        # MR-TXS-417: the frame interval to the unpaced register scheduler (1 to the others)
+        # MR-TXS-417, MR-TX-455: the TX half's interval (its scheduler's and retransmit unit's);
+        # 1 with pacing or the row scheduler, which do not take one
         tx_interval = 1 if self.pacing or self.rows else self.interval
         self.tx = TxCycleModel(width, conns, streams, paths, kw.pop("depth"), rd_rows=True,
                                pacing=self.pacing, ack_desc=True, ack_first=ack_first,
