@@ -327,7 +327,7 @@ def rx_of_engine(width=64, interval=None):
     from ..models.engine import ENGINE_CHUNK_WINDOW
     return Rx(width, conns=2, paths=4, keys=256, streams=RX_SMALL["streams"], chunk_ring=ENGINE_CHUNK_WINDOW,
               max_rd_atomic=records.RD_ATOMIC, cfg_sack=ENGINE_CFG_SACK,
-              interval=records.frame_interval(width) if interval is None else interval)
+              interval=records.interval_of(width, interval))
 
 
 def engine_rx_256x4(width=512, **kw):
@@ -776,7 +776,7 @@ class Engine(wiring.Component):
                  pacing=False, rows=False, interval=None, **tx_kw):
         kw = engine_tx_params(tx_kw)
         # MR-ENG-299/300: the frame interval its blocks may take (at 64 bits 8 cycles a frame)
-        self.interval = records.frame_interval(width) if interval is None else interval
+        self.interval = records.interval_of(width, interval)
         # MR-ENG-258: the TX half paced (Tx(pacing=True)), its pacer set through s_axil
         self.pacing = bool(pacing)
         # MR-ENG-291: the TX half's row scheduler (Tx(rows=True, rd_rows=True)), the same ports

@@ -329,7 +329,7 @@ def rx_model_of_engine(width=64, interval=None):
     from .rx import RxCycleModel
     return RxCycleModel(width, 2, 4, 256, streams=RX_SMALL["streams"], chunk_ring=ENGINE_CHUNK_WINDOW,
                         max_rd_atomic=records.RD_ATOMIC, cfg_sack=ENGINE_CFG_SACK,
-                        interval=records.frame_interval(width) if interval is None else interval)
+                        interval=records.interval_of(width, interval))
 
 
 # ------------------------------------------------------------------ the whole engine (MR-ENG-130..)
@@ -854,7 +854,7 @@ class EngineModel:
         kw = engine_tx_params(tx_kw)
         self.width = width
         # MR-ENG-299/300: the frame interval, as Engine's
-        self.interval = records.frame_interval(width) if interval is None else interval
+        self.interval = records.interval_of(width, interval)
         # MR-ENG-291: the TX half's row scheduler (TxCycleModel(rows=True, rd_rows=True))
         self.rows = bool(rows)
         # MR-ENG-258: the TX half paced (TxCycleModel(pacing=True)), its pacer set through s_axil

@@ -49,6 +49,12 @@ def frame_interval(width):
     return max(1, -(-MIN_FRAME_BYTES * 8 // width))
 
 
+def interval_of(width, interval=None):
+    """MR-ENG-300: the engine's frame interval, ``interval`` when given, else
+    :func:`frame_interval` of ``width`` (the RTL engine, its model and their RX halves agree)."""
+    return frame_interval(width) if interval is None else interval
+
+
 class IntervalGate:
     """MR-ENG-299: a block's input taken at most once every ``interval`` cycles: after a record
     is taken at cycle t the input's ready is low in cycles t+1 .. t+interval-1 (``interval`` 1:

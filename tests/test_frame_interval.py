@@ -15,6 +15,12 @@ def test_frame_interval_values():
     assert [R.frame_interval(w) for w in (8, 32, 64, 128, 256, 512, 1024)] == [60, 15, 8, 4, 2, 1, 1]
 
 
+def test_interval_of_defaults_to_the_width():
+    """MR-ENG-300: the engine's interval is the one given, else the width's."""
+    assert [R.interval_of(w) for w in (64, 512)] == [8, 1]
+    assert [R.interval_of(64, n) for n in (1, 3)] == [1, 3]
+
+
 def test_interval_gate_model_shuts_after_a_take():
     """MR-ENG-299: after a take in cycle t the gate is shut in t+1 .. t+N-1, open at t+N."""
     gate = R.IntervalGate(4)

@@ -311,3 +311,16 @@ def test_parser_pnr_64():
     rep = report(blocks.get("parser"), 64)
     assert rep["fmax_mhz"] > 0 and rep["luts"] > 1000 and rep["ffs"] > 1000
     assert rep["critical_path"] and rep["critical_path"][0]["type"] == "clk-to-q"
+
+
+def test_map_ecp5_counts_a_tiny_design(tmp_path):
+    """MR-FLOW-001, MR-FLOW-026: the probes' one flow (``pnr.map_ecp5``) maps a component with
+    `metaroce pnr`'s Yosys script and ``pnr.ecp5_counts`` counts its cells: the smoke design's
+    17 flip-flops (9-bit sum, 8-bit count), its adders on carry cells, COMB = LUT4 + 2 CCU2C."""
+    from metaroce.tb.smoke import SmokeAccumulator
+    module = pnr.map_ecp5(SmokeAccumulator(8), "smoke", tmp_path)
+    assert {"design.v", "synth.ys", "yosys.log", "mapped.json"} <= {p.name for p in tmp_path.iterdir()}
+    assert (tmp_path / "synth.ys").read_text() == pnr.synth_ecp5_script("smoke")
+    fig = pnr.ecp5_counts(module)
+    assert fig["TRELLIS_FF"] == 17 and fig["CCU2C"] >= 4
+    assert fig["COMB"] == fig["LUT4"] + 2 * fig["CCU2C"] + 6 * fig["TRELLIS_DPR16X4"]

