@@ -1134,14 +1134,17 @@ class Retransmit(wiring.Component):
                 expire = w_expire
                 to_acked = ~expire & w_bit
                 to_resend = ~to_acked & w_skip_zero
+                # MR-TXS-440: an acknowledged record of the lost prefix (a timeout reported
+                # it) is counted and freed, not reported again
+                to_report = to_acked & w_skip_zero
                 # MR-TX-071: an ACK's last record waits for room for its event
                 ev_room = expire | ~w_left_one | ackev_q.w_rdy
-                advance = ((~to_acked & ~to_resend) | (to_acked & acked_q.w_rdy)
+                advance = ((~to_report & ~to_resend) | (to_report & acked_q.w_rdy)
                            | (to_resend & resend_q.w_rdy)) & ev_room
                 m.d.comb += walk_addr.eq(Mux(advance, link_data, w_cursor))
                 last = Signal()
                 with m.If(advance):
-                    m.d.comb += [acked_q.w_en.eq(to_acked), resend_q.w_en.eq(to_resend),
+                    m.d.comb += [acked_q.w_en.eq(to_report), resend_q.w_en.eq(to_resend),
                                  inc["acked"].eq(to_acked),
                                  inc["gap_losses"].eq(to_resend & ~expire),
                                  inc["timeout_losses"].eq(to_resend & expire)]

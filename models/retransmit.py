@@ -417,8 +417,11 @@ class RetransmitModel:
                 pkts += 1
                 nbytes += r["nbytes"]
                 self._count("acked")
-                out.append(Decision("acked", a["conn"], a["path"], r["slot"], r["chunk"], r["abort"],
-                                    r.get("lap", 0)))
+                if j >= lost_n:
+                    # MR-TXS-440: a record a timeout reported lost (the lost prefix) is freed
+                    # unreported: each record reaches the scheduler exactly once
+                    out.append(Decision("acked", a["conn"], a["path"], r["slot"], r["chunk"],
+                                        r["abort"], r.get("lap", 0)))
             elif j >= lost_n:
                 self._count("gap_losses")
                 out.append(Decision("resend", a["conn"], a["path"], r["slot"], r["chunk"], r["abort"],
@@ -764,11 +767,16 @@ class RetransmitCycleModel:
                 kind = None if self.w_skip else "resend"
             else:
                 kind = "acked" if self.w_acked & 1 else (None if self.w_skip else "resend")
-            q = {"acked": self.acked_q, "resend": self.resend_q, None: None}[kind]
+            # MR-TXS-440: an acknowledged record of the lost prefix (a timeout reported it)
+            # is counted and freed, not reported again
+            report = kind if kind != "acked" or not self.w_skip else None
+            q = {"acked": self.acked_q, "resend": self.resend_q, None: None}[report]
             # MR-TX-071: an ACK's last record waits for room for its event
             ev_room = expire or self.w_left != 1 or self.ackev_q.level < OUT_DEPTH
             if (q is None or q.level < OUT_DEPTH) and ev_room:
-                if kind is not None:
+                if kind == "acked":
+                    self._count("acked")
+                if report is not None:
                     d = Decision(kind, j["conn"], j["path"], r["slot"], r["chunk"], r["abort"],
                                     r.get("lap", 0))
                     self.log.append(d)
@@ -776,7 +784,6 @@ class RetransmitCycleModel:
                                             "chunk": d.chunk, "abort": d.abort, "lap": d.lap})
                     if kind == "acked":
                         acked_push = word
-                        self._count("acked")
                     else:
                         resend_push = word
                         self._count("timeout_losses" if expire else "gap_losses")
