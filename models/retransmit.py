@@ -601,6 +601,7 @@ class RetransmitCycleModel:
         self.w_left = 0
         self.w_skip = 0
         self.w_acked = 0
+        self.late_acked = 0             # MR-TXS-440: records freed unreported (for tests)
         self.w_smp = self.w_trig = 0    # MR-TX-054: the trigger record's offset in the walk
         # the timer wheel (MR-TX-060): slot lists of path rows
         self.tbits = records.TIME_BITS - slot_log2
@@ -776,6 +777,7 @@ class RetransmitCycleModel:
             if (q is None or q.level < OUT_DEPTH) and ev_room:
                 if kind == "acked":
                     self._count("acked")
+                    self.late_acked += report is None
                 if report is not None:
                     d = Decision(kind, j["conn"], j["path"], r["slot"], r["chunk"], r["abort"],
                                     r.get("lap", 0))
