@@ -757,7 +757,8 @@ def test_engine_model_split_interval_seed2(monkeypatch):
     2. A timed-out response packet's late ACK named its slot and lap after two more responses
     had taken the slot; before MR-TXS-440 the unit reported it acknowledged, a later response
     completed on it unsent and its own report leaked its path's flight: 13 of 16, nothing ever
-    resent. Now all 16 complete, and every path's flight is 0 at the end."""
+    resent. Now all 16 complete, and every path's flight is 0 at the end. MR-TXS-444: with the
+    scheduler's memory heads (MR-TXS-419), as the engine sets them above interval 1."""
     import metaroce.models.engine as engine_models
     from metaroce.models.cosim import run_loop
     rx_model = engine_models.EngineRxModel
@@ -765,7 +766,7 @@ def test_engine_model_split_interval_seed2(monkeypatch):
                         lambda *a, **kw: rx_model(*a, **{**kw, "interval": 1}))
     drv, _, plan, _ = ce.loopback_run(64, 64, seed=2, loss=0.15, verb="atomic", n_writes=16)
     m = EngineModel(64, interval=8)
-    assert m.rx.interval == 1 and m.tx.sched.interval == 8
+    assert m.rx.interval == 1 and m.tx.sched.interval == 8 and m.tx.sched.mem_head
     run_loop(drv, m, m.busy)
     r = ce.check_atomics(drv, plan)
     assert r["atomics"] == r["executions"] == 16 and r["lost"] > 0

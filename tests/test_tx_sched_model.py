@@ -317,7 +317,7 @@ def rc_ack(*a, **kw):
 
 
 def test_timed_out_record_acknowledged_late_leaks_no_flight():
-    """MR-TXS-440, MR-TXS-441 (issue 13, stl43: the TX-at-8/RX-at-1 atomics loopback's stall at
+    """MR-TXS-440..443 (issue 13, stl43: the TX-at-8/RX-at-1 atomics loopback's stall at
     seed 2), the scheduler with the retransmit unit's semantics: message 0's packet A (path a)
     times out and is reported lost (its flight leaves), its resend B is acknowledged and message
     0 completes; the stream's messages take its ring slot again until one has A's slot and lap
@@ -347,7 +347,11 @@ def test_timed_out_record_acknowledged_late_leaks_no_flight():
             ack(c)
             assert sem.complete(sem.completion())["wr_id"] == k
     assert (c["slot"], c["lap"]) == (a["slot"], a["lap"]) and c["path"] != a["path"]
+    sem.path_event({"conn": 0, "path": a["path"], "verdict": P.PATH_SUSPECT})
+    assert sem.path[a["path"]]["state"] == PATH_PROBING
     ack(a)                                          # A's late ACK: no report
+    # MR-TXS-442: nor a restore of its path (the unit saw the ACK, the scheduler did not)
+    assert sem.path[a["path"]]["state"] == PATH_PROBING and not sem.path[a["path"]]["rst"]
     assert rtx.counters[CTR["acked"]] == 2 * depth + 1      # A counted all the same
     assert sem.completion() is None, "the message completed before its packet's ACK"
     assert sem.path[c["path"]]["inflight"] == 100
