@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import random
-from collections import deque
 
 from . import protocol as P
 from .driver import CounterReadout, run_alone
@@ -164,7 +163,8 @@ def replay(model, events):
     lay = model.lay
     sem = RetransmitModel(lay.conns, lay.paths, lay.pool, rto_ns=model.rto_ns,
                           retry_limit=model.retry_limit, probes=model.probes,
-                          ages=getattr(model, "ages", False))
+                          ages=getattr(model, "ages", False),
+                          once=getattr(model, "once", False))              # MR-TXS-440
     acked, resend, errors, late, ackevs, probes = [], [], [], [], [], []
     for ev in events:
         if ev[0] == "sent":
@@ -379,8 +379,7 @@ def endpoint_run(seed=0, *, paths=2, loss=0.03, nmsg=12, msg_len=40_000, drop_un
     by a SACK gap, MR-REL-002, not by a timer). Returns ``{"items", "decisions", "stats"}``:
     the sent packets and the ACKs its sender processed, in order, as retransmit-unit items
     (connection ``conn``), and per ACK the endpoint's decisions on the records it resolved:
-    ``[Decision]`` from its ``_chunk_acked`` (acknowledged; MR-TXS-440: not for a record a
-    timeout had declared lost, which the unit frees unreported) and ``_mark_lost`` (lost).
+    ``[Decision]`` from its ``_chunk_acked`` (acknowledged) and ``_mark_lost`` (lost).
     ``ce``: the loopback's CE-marking probability per data frame (the ACK items then carry
     the ACKs' ``ce_count`` and ECE); ``ep_kw``: more endpoint arguments. Also ``"cc"``, per
     ACK that resolved records (MR-TX-070: what the congestion windows see), the endpoint's
@@ -415,7 +414,7 @@ def endpoint_run(seed=0, *, paths=2, loss=0.03, nmsg=12, msg_len=40_000, drop_un
                 "multi": int(len(ca.paths) > 1), "mtu": a.mtu, "beta_q": a._beta_q,
                 "cap": int(a.cwnd_max)}
     slot_of = {}
-    state = {"now": 0, "in_ack": None, "late": deque()}
+    state = {"now": 0, "in_ack": None}
     orig_next, orig_frame = ca._next_frame, ca._frame
     orig_ack, orig_acked, orig_lost = ca._on_ack, ca._chunk_acked, ca._mark_lost
     orig_timeout, orig_probe_send = ca._on_timeout, ca._probe_send
@@ -451,13 +450,10 @@ def endpoint_run(seed=0, *, paths=2, loss=0.03, nmsg=12, msg_len=40_000, drop_un
                 if rec is not None and (acked >> j) & 1:
                     pkts += 1
                     nbytes += rec.nbytes
-                    # MR-TXS-440: a record a timeout declared lost is acknowledged unreported
-                    state["late"].append(rec.lost)
         try:
             return orig_ack(ack, now, bth_psn)
         finally:
             state["in_ack"] = None
-            assert not state["late"], "the endpoint acknowledged the records the ACK resolved"
             if n > 0:
                 p = ca.paths[ack.path]
                 cc.append({"path": ack.path, "bytes": nbytes, "pkts": pkts,
@@ -465,7 +461,7 @@ def endpoint_run(seed=0, *, paths=2, loss=0.03, nmsg=12, msg_len=40_000, drop_un
                            "srtt": ca._srtt_ns(p), "cwnd": [q.cwnd for q in ca.paths]})
 
     def chunk_acked(m, i):
-        if state["in_ack"] is not None and not state["late"].popleft():
+        if state["in_ack"] is not None:
             decisions[-1].append(Decision("acked", conn, state["in_ack"], slot_of[(id(m), i)],
                                           i & 0xFFFFF, int(i == ABORT)))
         return orig_acked(m, i)

@@ -289,11 +289,12 @@ def test_late_report_of_a_reused_slot_ignored():
     assert sem.complete(sem.completion())["wr_id"] == depth
 
 
-def _unit_and_scheduler(conns=SMALL["conns"], paths=SMALL["paths"]):
-    """The scheduler's semantics fed by the retransmit unit's (MR-TX-020..023, MR-TX-063): each
-    packet the scheduler sends is recorded by the unit, the unit's reports go to the scheduler."""
+def _unit_and_scheduler(conns=SMALL["conns"], paths=SMALL["paths"], once=True):
+    """The scheduler's semantics fed by the retransmit unit's (MR-TX-020..023, MR-TX-063; with
+    MR-TXS-440's ``once``): each packet the scheduler sends is recorded by the unit, the unit's
+    reports go to the scheduler."""
     sem = TxSchedModel(**dict(SMALL, cwnd=1 << 20, conn_window=1 << 20))
-    rtx = RetransmitModel(conns, paths, 64)
+    rtx = RetransmitModel(conns, paths, 64, once=once)
 
     def send():
         (_, s), = drain(sem)
@@ -316,7 +317,8 @@ def rc_ack(*a, **kw):
     return rc.ack_item(*a, **kw)
 
 
-def test_timed_out_record_acknowledged_late_leaks_no_flight():
+@pytest.mark.parametrize("once", [True, False])
+def test_timed_out_record_acknowledged_late_leaks_no_flight(once):
     """MR-TXS-440..443 (issue 13, stl43: the TX-at-8/RX-at-1 atomics loopback's stall at
     seed 2), the scheduler with the retransmit unit's semantics: message 0's packet A (path a)
     times out and is reported lost (its flight leaves), its resend B is acknowledged and message
@@ -326,8 +328,9 @@ def test_timed_out_record_acknowledged_late_leaks_no_flight():
     ACK, and then every path's flight and packet count are 0. Before MR-TXS-440 the unit
     reported A acknowledged a second time: C's message completed on it, unsent to its receiver,
     and C's own report found no entry and kept C's bytes in its path's flight for ever (the
-    engine's stall: nothing resent, a path's flight never released)."""
-    sem, rtx, send, feed, ack = _unit_and_scheduler()
+    engine's stall: nothing resent, a path's flight never released): ``once`` False, the unit
+    before (still ``Tx``'s default), is this test's negative control."""
+    sem, rtx, send, feed, ack = _unit_and_scheduler(once=once)
     depth = SMALL["depth"]
     sem.wr(tc.wr_item(0, 0, 100, wr_id=0))
     a = send()
@@ -350,6 +353,13 @@ def test_timed_out_record_acknowledged_late_leaks_no_flight():
     sem.path_event({"conn": 0, "path": a["path"], "verdict": P.PATH_SUSPECT})
     assert sem.path[a["path"]]["state"] == PATH_PROBING
     ack(a)                                          # A's late ACK: no report
+    if not once:
+        # the unit before: the late report completes C's message, C's own report leaks
+        assert sem.complete(sem.completion())["wr_id"] == 2 * depth
+        ack(c)
+        assert sem.path[c["path"]]["inflight"] == 100 and sem.path[c["path"]]["pkts"] == 1
+        assert sem.conn[0]["inflight"] == 0
+        return
     # MR-TXS-442: nor a restore of its path (the unit saw the ACK, the scheduler did not)
     assert sem.path[a["path"]]["state"] == PATH_PROBING and not sem.path[a["path"]]["rst"]
     assert rtx.counters[CTR["acked"]] == 2 * depth + 1      # A counted all the same
