@@ -797,6 +797,11 @@ class Engine(wiring.Component):
         # MR-TXS-417, MR-TX-455: the TX half's interval (its scheduler's and retransmit unit's);
         # 1 with pacing or the row scheduler, which do not take one
         tx_interval = 1 if self.pacing or self.rows else self.interval
+        # MR-TXS-444: above interval 1 the scheduler's output queues show their memory's head
+        # only (MR-TXS-419), unless ``mem_head=False`` is given
+        kw.setdefault("mem_head", tx_interval > 1)
+        # MR-TXS-440: the retransmit unit reports each record once
+        kw.setdefault("once", True)
         self.tx = Tx(width, conns=conns, paths=paths, rd_rows=True, pacing=self.pacing, ack_desc=True,
                      rows=self.rows, interval=tx_interval, **kw)
         # the scheduler's streams (the paced scheduler, MR-ENG-258, is a join without its own)

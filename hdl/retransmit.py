@@ -229,13 +229,15 @@ class Retransmit(wiring.Component):
 
     def __init__(self, width=64, *, conns=4096, paths=8, pool=16384, rto_ns=RTO_NS,
                  retry_limit=RETRY_LIMIT, slot_log2=SLOT_LOG2, collision_garbage=None, probes=True,
-                 ages=True, verdict_health=False, carry_chain=None, interval=1, forward_gap=None):
+                 ages=True, verdict_health=False, carry_chain=None, interval=1, forward_gap=None,
+                 once=False):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         check_params(conns, paths, pool, rto_ns, retry_limit, slot_log2)
         self.width = width
         self.rto_ns, self.retry_limit, self.slot_log2 = rto_ns, retry_limit, slot_log2
         self.probes = bool(probes)      # MR-TX-166: tail probes on (the TX top keeps them off)
+        self.once = bool(once)          # MR-TXS-440: each record reported once
         self.ages = bool(ages)          # MR-TX-203/204: the health and ECN ages
         self.carry_chain = carry_chain  # MR-TX-359: the sums' form; None = the platform's
         # MR-TX-453: MR-ENG-299's frame interval; stage 0 takes an event at most every
@@ -1134,14 +1136,17 @@ class Retransmit(wiring.Component):
                 expire = w_expire
                 to_acked = ~expire & w_bit
                 to_resend = ~to_acked & w_skip_zero
+                # MR-TXS-440: an acknowledged record of the lost prefix (a timeout reported
+                # it) is counted and freed, not reported again
+                to_report = (to_acked & w_skip_zero) if self.once else to_acked
                 # MR-TX-071: an ACK's last record waits for room for its event
                 ev_room = expire | ~w_left_one | ackev_q.w_rdy
-                advance = ((~to_acked & ~to_resend) | (to_acked & acked_q.w_rdy)
+                advance = ((~to_report & ~to_resend) | (to_report & acked_q.w_rdy)
                            | (to_resend & resend_q.w_rdy)) & ev_room
                 m.d.comb += walk_addr.eq(Mux(advance, link_data, w_cursor))
                 last = Signal()
                 with m.If(advance):
-                    m.d.comb += [acked_q.w_en.eq(to_acked), resend_q.w_en.eq(to_resend),
+                    m.d.comb += [acked_q.w_en.eq(to_report), resend_q.w_en.eq(to_resend),
                                  inc["acked"].eq(to_acked),
                                  inc["gap_losses"].eq(to_resend & ~expire),
                                  inc["timeout_losses"].eq(to_resend & expire)]

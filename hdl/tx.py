@@ -362,7 +362,7 @@ class Tx(wiring.Component):
                  retry_limit=rtx_model.RETRY_LIMIT, slot_log2=rtx_model.SLOT_LOG2, rd_rows=False,
                  pacing=False, pace_ignored=False, verdicts=False, restores=True, ack_desc=False,
                  share_out=None, health_wrong=False, restore_after_ack=None, rows=False,
-                 interval=1, **sched_kw):
+                 interval=1, mem_head=False, once=False, **sched_kw):
         unknown = set(sched_kw) - set(_SCHED_KW)
         if unknown:
             raise TypeError(f"unknown parameters {sorted(unknown)}")
@@ -409,6 +409,10 @@ class Tx(wiring.Component):
         self.interval = int(interval)
         if self.interval > 1 and (self.rows or self.pacing):
             raise ValueError("MR-TXS-417: an interval above 1 with rows or pacing is not built")
+        # MR-TXS-444: MR-TXS-419's output queues, the register scheduler's above interval 1
+        self.mem_head = bool(mem_head)
+        if self.mem_head and (self.rows or self.pacing or self.interval == 1):
+            raise ValueError("MR-TXS-444: mem_head needs the register scheduler above interval 1")
         if self.rows and self.pacing:
             extra = {"pace_ignored": True} if pace_ignored else {}
             self.sched = PacedTxSched(width, rows=True, conns=conns, streams=streams,
@@ -424,12 +428,15 @@ class Tx(wiring.Component):
                 extra["restores"] = True
             if self.interval > 1:
                 extra["interval"] = self.interval
+            if self.mem_head:
+                extra["mem_head"] = True
             self.sched = sched_cls(width, conns=conns, streams=streams, paths=paths,
                                    depth=depth, rd_rows=self.rd_rows, **self.sched_kw, **extra)
         # MR-TX-179: the unit's tail probes on, its m_probe joined to the scheduler's s_probe
         self.rtx = Retransmit(width, conns=conns, paths=paths, pool=pool, rto_ns=rto_ns,
                               retry_limit=retry_limit, slot_log2=slot_log2, probes=True,
-                              verdict_health=self.share_out, interval=interval)     # MR-TX-455
+                              verdict_health=self.share_out, interval=interval,     # MR-TX-455
+                              once=once)                                            # MR-TXS-440
         # MR-TX-280: ack_desc adds s_ack_desc (the engine's ACK descriptors into the one builder)
         self.ack_desc = bool(ack_desc)
         self.data = TxData(width, conns=conns, streams=streams, paths=paths, depth=depth,

@@ -216,8 +216,8 @@ BLOCKS: dict[str, Block] = {
         component="metaroce.blocks:tx_sched_engine_i8",
         model="metaroce.blocks:tx_sched_engine_model_i8",
         tb="metaroce.tb.tx_sched",
-        help="TX scheduler at the engine's parameters and the engine's frame interval 8 "
-             "(docs/spec/hw-tx-sched.md MR-TXS-413..418)",
+        help="TX scheduler at the engine's parameters and the engine's frame interval 8, "
+             "memory heads (docs/spec/hw-tx-sched.md MR-TXS-413..419, MR-TXS-444)",
         widths=(64,),
     ),
     # The scheduler with the pacing condition and the per-frame pacer joined (issue 12,
@@ -462,9 +462,10 @@ def tx_sched_engine_params():
 
 
 def tx_sched_engine(width=64, interval=1):
-    """MR-TXS-418: ``hdl.tx_sched.TxSched`` at :func:`tx_sched_engine_params`."""
+    """MR-TXS-418: ``hdl.tx_sched.TxSched`` at :func:`tx_sched_engine_params`; MR-TXS-444: above
+    interval 1 with ``mem_head`` (MR-TXS-419), as the engine builds it."""
     from metaroce.hdl.tx_sched import TxSched
-    return TxSched(width, **tx_sched_engine_params(), interval=interval)
+    return TxSched(width, **tx_sched_engine_params(), interval=interval, mem_head=interval > 1)
 
 
 def tx_sched_engine_i8(width=64):
@@ -475,7 +476,8 @@ def tx_sched_engine_i8(width=64):
 def tx_sched_engine_model(width=64, interval=1):
     """The cycle model of :func:`tx_sched_engine`."""
     from metaroce.models.tx_sched import TxSchedCycleModel
-    return TxSchedCycleModel(width, **tx_sched_engine_params(), interval=interval)
+    return TxSchedCycleModel(width, **tx_sched_engine_params(), interval=interval,
+                             mem_head=interval > 1)
 
 
 def tx_sched_engine_model_i8(width=64):

@@ -163,7 +163,8 @@ def replay(model, events):
     lay = model.lay
     sem = RetransmitModel(lay.conns, lay.paths, lay.pool, rto_ns=model.rto_ns,
                           retry_limit=model.retry_limit, probes=model.probes,
-                          ages=getattr(model, "ages", False))
+                          ages=getattr(model, "ages", False),
+                          once=getattr(model, "once", False))              # MR-TXS-440
     acked, resend, errors, late, ackevs, probes = [], [], [], [], [], []
     for ev in events:
         if ev[0] == "sent":

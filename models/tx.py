@@ -489,7 +489,8 @@ class TxCycleModel:
                  retry_limit=rtx_model.RETRY_LIMIT, slot_log2=rtx_model.SLOT_LOG2, rd_rows=False,
                  pacing=False, pace_ignored=False, verdicts=False, restores=True,
                  pace_full_only=False, ack_desc=False, ack_first=True, share_out=None,
-                 restore_after_ack=None, rows=False, interval=1, **sched_kw):
+                 restore_after_ack=None, rows=False, interval=1, mem_head=False, once=False,
+                 **sched_kw):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
@@ -530,6 +531,10 @@ class TxCycleModel:
         self.interval = int(interval)
         if self.interval > 1 and (self.rows or self.pacing):
             raise ValueError("MR-TXS-417: an interval above 1 with rows or pacing is not built")
+        # MR-TXS-444: MR-TXS-419's output queues, the register scheduler's above interval 1
+        self.mem_head = bool(mem_head)
+        if self.mem_head and (self.rows or self.pacing or self.interval == 1):
+            raise ValueError("MR-TXS-444: mem_head needs the register scheduler above interval 1")
         if self.rows and self.pacing:
             extra = {"pace_ignored": True} if pace_ignored else {}
             if self.verdicts:
@@ -551,11 +556,13 @@ class TxCycleModel:
             self.sched = self.paced.sched
         else:
             self.sched = TxSchedCycleModel(width, conns, streams, paths, depth, rd_rows=rd_rows,
-                                           restores=self.verdicts, interval=self.interval, **kw)
+                                           restores=self.verdicts, interval=self.interval,
+                                           mem_head=self.mem_head, **kw)
         # MR-TX-179: the unit's tail probes on, its m_probe joined to the scheduler's s_probe
         self.rtx = RetransmitCycleModel(width, conns, paths, pool, rto_ns=rto_ns,
                                         retry_limit=retry_limit, slot_log2=slot_log2, probes=True,
-                                        verdict_health=self.share_out, interval=interval)  # MR-TX-455
+                                        verdict_health=self.share_out, interval=interval,  # MR-TX-455
+                                        once=once)                              # MR-TXS-440
         # MR-TX-280: ``ack_desc`` adds s_ack_desc, the ACK descriptors into the one builder
         self.ack_desc = bool(ack_desc)
         self.data = TxDataCycleModel(width, conns, streams, paths, depth, pool=pool,

@@ -749,6 +749,31 @@ def test_engine_model_loopback_atomics():
     assert m.rsp.frees == 16 and not any(m.rx.rx.rx.rsp_used.values())
 
 
+def test_engine_model_split_interval_seed2(monkeypatch):
+    """MR-TXS-440, MR-TXS-441 (issue 13, stl43): the stall probe's scenario
+    (docs/hw/probes/stall42_split_interval.py ``RXI=1 ... 8 16 0.15 2``): the engine model's
+    atomics loopback with its TX half at interval 8 and its RX at 1 (a configuration the engine
+    does not build; the RX's interval replaced in this test only), 16 atomics at 15 % loss, seed
+    2. A timed-out response packet's late ACK named its slot and lap after two more responses
+    had taken the slot; before MR-TXS-440 the unit reported it acknowledged, a later response
+    completed on it unsent and its own report leaked its path's flight: 13 of 16, nothing ever
+    resent. Now all 16 complete, and every path's flight is 0 at the end. MR-TXS-444: with the
+    scheduler's memory heads (MR-TXS-419), as the engine sets them above interval 1."""
+    import metaroce.models.engine as engine_models
+    from metaroce.models.cosim import run_loop
+    rx_model = engine_models.EngineRxModel
+    monkeypatch.setattr(engine_models, "EngineRxModel",
+                        lambda *a, **kw: rx_model(*a, **{**kw, "interval": 1}))
+    drv, _, plan, _ = ce.loopback_run(64, 64, seed=2, loss=0.15, verb="atomic", n_writes=16)
+    m = EngineModel(64, interval=8)
+    assert m.rx.interval == 1 and m.tx.sched.interval == 8 and m.tx.sched.mem_head
+    run_loop(drv, m, m.busy)
+    r = ce.check_atomics(drv, plan)
+    assert r["atomics"] == r["executions"] == 16 and r["lost"] > 0
+    sem = m.tx.sched.sem
+    assert all((ps["inflight"], ps["pkts"]) == (0, 0) for ps in sem.path)
+
+
 def test_engine_model_loopback_atomics_negative_control():
     """MR-ENG-169: an executor that executes an item twice (as one re-executing a resent
     request) fails the run's check."""

@@ -10,6 +10,7 @@ from metaroce.models.tx_sched import (OP_READ, OP_SEND, OP_SEND_IMM, OP_WRITE, O
                                       STATUS_LOC_LEN_ERR,
                                       STATUS_LOC_QP_OP_ERR, TxSchedCycleModel, TxSchedModel,
                                       PATH_ACTIVE, PATH_PROBING, PATH_RETIRED)
+from metaroce.models.retransmit import CTR, RetransmitModel
 from metaroce.models.wire import MrdhFlag
 
 
@@ -286,6 +287,88 @@ def test_late_report_of_a_reused_slot_ignored():
     assert sem.completion() is None and sem.entry_of(0, 0)["out"] == 1
     assert sem.report(rep(first, lap=1), lost=False)
     assert sem.complete(sem.completion())["wr_id"] == depth
+
+
+def _unit_and_scheduler(conns=SMALL["conns"], paths=SMALL["paths"], once=True):
+    """The scheduler's semantics fed by the retransmit unit's (MR-TX-020..023, MR-TX-063; with
+    MR-TXS-440's ``once``): each packet the scheduler sends is recorded by the unit, the unit's
+    reports go to the scheduler."""
+    sem = TxSchedModel(**dict(SMALL, cwnd=1 << 20, conn_window=1 << 20))
+    rtx = RetransmitModel(conns, paths, 64, once=once)
+
+    def send():
+        (_, s), = drain(sem)
+        assert rtx.sent(s)
+        return s
+
+    def feed(decisions):
+        for d in decisions:
+            sem.report({"conn": d.conn, "path": d.path, "slot": d.slot, "chunk": d.chunk,
+                        "abort": d.abort, "lap": d.lap}, lost=d.kind == "resend")
+
+    def ack(s):
+        """The ACK of sent packet ``s`` (and of every earlier PSN of its path)."""
+        feed(rtx.ack(rc_ack(s["conn"], s["path"], P.psn_add(s["psn"], 1), 0, psn=s["psn"])[1]))
+    return sem, rtx, send, feed, ack
+
+
+def rc_ack(*a, **kw):
+    from metaroce.models import retransmit_cases as rc
+    return rc.ack_item(*a, **kw)
+
+
+@pytest.mark.parametrize("once", [True, False])
+def test_timed_out_record_acknowledged_late_leaks_no_flight(once):
+    """MR-TXS-440..443 (issue 13, stl43: the TX-at-8/RX-at-1 atomics loopback's stall at
+    seed 2), the scheduler with the retransmit unit's semantics: message 0's packet A (path a)
+    times out and is reported lost (its flight leaves), its resend B is acknowledged and message
+    0 completes; the stream's messages take its ring slot again until one has A's slot and lap
+    (MR-TXS-142's one bit: two laps later) and is sent as C. Then A's late ACK arrives on path a.
+    The unit frees A without a report (MR-TXS-440): C's message stays in flight until C's own
+    ACK, and then every path's flight and packet count are 0. Before MR-TXS-440 the unit
+    reported A acknowledged a second time: C's message completed on it, unsent to its receiver,
+    and C's own report found no entry and kept C's bytes in its path's flight for ever (the
+    engine's stall: nothing resent, a path's flight never released): ``once`` False, the unit
+    before (still ``Tx``'s default), is this test's negative control."""
+    sem, rtx, send, feed, ack = _unit_and_scheduler(once=once)
+    depth = SMALL["depth"]
+    sem.wr(tc.wr_item(0, 0, 100, wr_id=0))
+    a = send()
+    timed_out, error = rtx.timeout(0, a["path"])
+    assert not error and [d.kind for d in timed_out] == ["resend"]
+    feed(timed_out)                                 # A's flight leaves (MR-TXS-020)
+    b = send()
+    assert b["path"] != a["path"] and sem.path[a["path"]]["inflight"] == 0
+    # path a closed (window 0, MR-TXS-028): no later PSN of it acknowledges A before the late ACK
+    sem.set_cwnd(0, a["path"], 0)
+    ack(b)
+    assert sem.complete(sem.completion())["wr_id"] == 0
+    for k in range(1, 2 * depth + 1):
+        sem.wr(tc.wr_item(0, 0, 100, wr_id=k))
+        c = send()
+        if k < 2 * depth:
+            ack(c)
+            assert sem.complete(sem.completion())["wr_id"] == k
+    assert (c["slot"], c["lap"]) == (a["slot"], a["lap"]) and c["path"] != a["path"]
+    sem.path_event({"conn": 0, "path": a["path"], "verdict": P.PATH_SUSPECT})
+    assert sem.path[a["path"]]["state"] == PATH_PROBING
+    ack(a)                                          # A's late ACK: no report
+    if not once:
+        # the unit before: the late report completes C's message, C's own report leaks
+        assert sem.complete(sem.completion())["wr_id"] == 2 * depth
+        ack(c)
+        assert sem.path[c["path"]]["inflight"] == 100 and sem.path[c["path"]]["pkts"] == 1
+        assert sem.conn[0]["inflight"] == 0
+        return
+    # MR-TXS-442: nor a restore of its path (the unit saw the ACK, the scheduler did not)
+    assert sem.path[a["path"]]["state"] == PATH_PROBING and not sem.path[a["path"]]["rst"]
+    assert rtx.counters[CTR["acked"]] == 2 * depth + 1      # A counted all the same
+    assert sem.completion() is None, "the message completed before its packet's ACK"
+    assert sem.path[c["path"]]["inflight"] == 100
+    ack(c)
+    assert sem.complete(sem.completion())["wr_id"] == 2 * depth
+    assert all((ps["inflight"], ps["pkts"]) == (0, 0) for ps in sem.path)
+    assert sem.conn[0]["inflight"] == 0 and not rtx.used
 
 
 def test_windows_bind():

@@ -11,7 +11,12 @@ Session 42: ``RXI=1 LIMIT=2000000 ... 8 16 0.15 2`` stops at 13 of 16 work reque
 frames out after 2,000,001 cycles, the same 79 as at 206,401: nothing is resent, a real stall
 (two paths of connection 1 keep 8 bytes and one packet in flight in the scheduler, every queue
 empty); with the engine's configuration (``RXI`` unset) seeds 1..12 complete at 15 % loss.
-``VERB=write`` runs WRITEs instead of atomics.
+``VERB=write`` runs WRITEs instead of atomics. ``MEM_HEAD=0`` or ``1``: MR-TXS-419's output
+queues off or on (default the engine's: on above interval 1 since stl43, MR-TXS-444).
+
+Session 43 (stl43): the stall's cause was a second report of one packet (a timed-out record's
+late ACK, MR-TXS-440); with the unit fixed seeds 1..12 complete at 15 % with ``RXI=1`` and
+without, with ``MEM_HEAD`` 0 and 1 (docs/hw/tx-results.md, stl43).
 """
 import os
 import sys
@@ -35,7 +40,8 @@ def main(argv):
     for seed in [int(x) for x in argv[3:]]:
         drv, _, plan, _ = ce.loopback_run(64, 64, seed=seed, loss=loss,
                                           verb=os.environ.get("VERB", "atomic"), n_writes=n)
-        m = engine_models.EngineModel(64, interval=interval)
+        mh = {"mem_head": os.environ["MEM_HEAD"] == "1"} if "MEM_HEAD" in os.environ else {}
+        m = engine_models.EngineModel(64, interval=interval, **mh)
         if "LIMIT" in os.environ:
             drv.limit = int(os.environ["LIMIT"])
         try:
