@@ -3,6 +3,8 @@ generic over the operation and its check block (MR-TXS-237); the scheduler on it
 ``TxSchedRows`` (section 16g, MR-TXS-250..255: S2's operations, the descriptor memory, the
 arbiter, the boundary registers, the connection queues and the output queues). Models:
 models/tx_sched_rows.py ``RowPipe``, ``RowPipeLaneModel``, ``TxSchedRowsModel``."""
+from types import SimpleNamespace
+
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -40,8 +42,11 @@ class RowPipe(wiring.Component):
     starts at a comparator."""
 
     def __init__(self, rows, row_width, arg_width, apply, *, init=(), forward=True,
-                 collision_garbage=False):
+                 collision_garbage=False, pre=None, pre_width=0):
         self.rows, self.row_width, self.apply = rows, row_width, apply
+        # MR-TXS-450: ``pre(m, row, arg) -> value`` formed in S1 on S1's row (the read, or the
+        # write at the last edge when forwarded) and registered into S2 as ``s2_pre``
+        self.pre, self.pre_width = pre, pre_width
         self.init, self.forward = list(init), forward
         self.collision_garbage = collision_garbage
         cb = max(1, (rows - 1).bit_length())
@@ -50,7 +55,8 @@ class RowPipe(wiring.Component):
         super().__init__({"take_valid": In(1), "take_conn": In(cb), "take_arg": In(arg_width),
                           "wb_valid": Out(1), "wb_conn": Out(cb), "wb_row": Out(row_width),
                           "s1_valid": Out(1), "s1_conn": Out(cb), "s1_arg": Out(arg_width),
-                          "s2_valid": Out(1), "s2_conn": Out(cb), "s2_arg": Out(arg_width)})
+                          "s2_valid": Out(1), "s2_conn": Out(cb), "s2_arg": Out(arg_width),
+                          "s2_pre": Out(max(1, pre_width))})
 
     def elaborate(self, platform):
         m = Module()
@@ -83,8 +89,12 @@ class RowPipe(wiring.Component):
         if self.forward:
             m.d.sync += [fwd_two.eq(s2_valid & (s2_conn == self.take_conn)),
                          fwd_one.eq(s2_valid & (s2_conn == s1_conn))]
+        s1_row = Signal(W)
+        m.d.comb += s1_row.eq(Mux(fwd_two, self.wb_row, rd_data))
         m.d.sync += [s2_valid.eq(s1_valid), s2_conn.eq(s1_conn), s2_arg.eq(s1_arg),
-                     s2_row.eq(Mux(fwd_two, self.wb_row, rd_data))]
+                     s2_row.eq(s1_row)]
+        if self.pre is not None:
+            m.d.sync += self.s2_pre.eq(self.pre(m, s1_row, s1_arg))
         # S2: the write of the op just ahead replaces the registered row
         row_in = Signal(W)
         m.d.comb += row_in.eq(Mux(fwd_one, self.wb_row, s2_row))
@@ -209,7 +219,7 @@ class TxSchedRows(wiring.Component):
     def __init__(self, width=64, *, conns=SMALL["conns"], streams=SMALL["streams"],
                  paths=SMALL["paths"], depth=SMALL["depth"], forward=True, init_rows=True,
                  restores=False, kept_out=True, rd_rows=False, pacing=False, pace_ignored=False,
-                 pace_full_only=False, retime_hold=True, **kw):
+                 pace_full_only=False, retime_hold=True, sched_hold=True, **kw):
         prm = dict(SMALL, conns=conns, streams=streams, paths=paths, depth=depth)
         prm.update(kw)
         self._MustUse__silence = True       # a refused instance is no unused design
@@ -227,6 +237,9 @@ class TxSchedRows(wiring.Component):
         # MR-TXS-372: S2's schedule op held while a write with a time of its connection is in
         # flight (retime_hold=False, negative control only: MR-TXS-371's early packets)
         self.retime_hold = bool(retime_hold)
+        # MR-TXS-450: no schedule op right behind an op of its connection (sched_hold=False,
+        # negative control only: S1's schedule terms, MR-TXS-451, then miss the op just ahead)
+        self.sched_hold = bool(sched_hold)
         self.rl = row_layouts(conns, streams, paths, depth, prm["chunk_window"],
                               prm["resend_depth"], self.pacing)
         self.lay = lay = layouts(conns, streams, paths, depth)
@@ -306,17 +319,24 @@ class TxSchedRows(wiring.Component):
             now_r = Signal(P.TIME_BITS)
             m.d.sync += now_r.eq(self.now)
 
-        # -- the work request's status (MR-TXS-011), on the register
-        def wr_status(w):
+        # -- the work request's status (MR-TXS-011)
+        def wr_status(w, rsp=None):
             big = w.length > (1 << (mtu_log2 + records.CHUNK_BITS))       # > 2^20 chunks
             is_atom = (w.op == OP_CMP_SWAP) | (w.op == OP_FETCH_ADD)
             qp = (w.op == OP_READ_RESP) | ((w.stream >> sb) != 0 if S > 1 else w.stream != 0)
             st = Mux(qp, STATUS_LOC_QP_OP_ERR,
                      Mux(is_atom, Mux(w.length != ATOMIC_LEN, STATUS_LOC_LEN_ERR, 0),
                          Mux(big, STATUS_LOC_LEN_ERR, 0)))
-            return Mux(w.rsp, 0, st)
+            return st if rsp is None else Mux(rsp, 0, st)
+        # MR-TXS-452: the status formed as the boundary register is loaded (a READ response's
+        # 0), kept beside it; the chunk count (MR-TXS-010) registered from it every cycle (the
+        # op's S2 is at least two cycles after the load, and the register is held until then)
         w_status = Signal(5)
-        m.d.comb += w_status.eq(wr_status(b_wr))
+        wr_ml = Mux(b_wr.op == OP_READ, 0, Mux(b_wr.op == OP_CMP_SWAP, 16,
+                                               Mux(b_wr.op == OP_FETCH_ADD, 8, b_wr.length)))
+        wr_n_ = Mux(wr_ml == 0, 1, ((wr_ml - 1) >> mtu_log2) + 1)
+        w_n = Signal(len(wr_n_), name="w_nchunks")
+        m.d.sync += w_n.eq(wr_n_)
 
         # -- the output queues (MR-TXS-031/216)
         m.submodules.frame_q = frame_q = fifo.SyncFIFO(width=lay.frame.size, depth=OUT_DEPTH)
@@ -355,13 +375,15 @@ class TxSchedRows(wiring.Component):
                        "rt_hold": Signal(name="pace_rt_hold")})
 
         def apply(mm, row_in, arg_bits):
-            new = self._s2(mm, s2, row_in, arg_bits, arg_lay, b_wr, w_status, b_lost, d_rd,
+            new = self._s2(mm, s2, row_in, arg_bits, arg_lay, b_wr, w_status, w_n, b_lost, d_rd,
                            wbd, wbd_v, wbd_conn, wbd_slot, pipe)
             return new
 
         m.submodules.pipe = pipe = RowPipe(C, rl.row.size, arg_lay.size, apply,
                                            init=self._reset_rows() if self.init_rows else (),
-                                           forward=self.forward)
+                                           forward=self.forward,
+                                           pre=lambda mm, row, arg: self._sched_pre(mm, row),
+                                           pre_width=self._pre_layout().size)
         s1a = data.View(arg_lay, pipe.s1_arg)
         s2a = data.View(arg_lay, pipe.s2_arg)
         if self.pacing:
@@ -392,12 +414,17 @@ class TxSchedRows(wiring.Component):
             pwait = Signal()
             m.d.sync += pwait.eq(self.s_probe.valid & ~self.s_probe.ready)
             ack_ok = (rst_q.level + n_ack < OUT_DEPTH) & ~pwait
+        # MR-TXS-450: the active queue's head waits while S1 holds an op of its connection
+        # (S1's terms of its schedule op, MR-TXS-451, then need no forward in S2)
+        sched_wait = Const(0, 1)
+        if self.sched_hold:
+            sched_wait = pipe.s1_valid & (pipe.s1_conn == active.head)
         # s_probe's one register holds a verdict (to) or a tail probe (MR-TXS-272)
         can = [b_ver_v & b_ver.to, b_cwnd_v, b_fail_v, b_ack_v & ack_ok, b_lost_v & ~lost_busy,
                done_q.nonempty & cq_room,
                b_wr_v & ~wr_busy & ~wr_blocked & ((w_status == 0) | cq_room),
                b_ver_v & ~b_ver.to & frame_room,
-               active.nonempty & out_room]
+               active.nonempty & out_room & ~sched_wait]
         if not self.pacing:
             take_any, take_kind = _first_bit(can)
         else:
@@ -528,7 +555,7 @@ class TxSchedRows(wiring.Component):
             m.d.comb += [getattr(p_wr, k).eq(getattr(wp, k)) for k, _ in lay.wr]
             p_rd = Signal()
             m.d.comb += p_rd.eq(((wp.op == OP_READ) | (wp.op == OP_CMP_SWAP)
-                                 | (wp.op == OP_FETCH_ADD)) & (wr_status(p_wr) == 0))
+                                 | (wp.op == OP_FETCH_ADD)) & (wr_status(p_wr, p_wr.rsp) == 0))
             rd = self.m_rd
             m.d.comb += [rd.valid.eq(self.s_wr.valid & ~b_wr_v & ~rsp_v & p_rd & rd_fresh),
                          rd.payload.conn.eq(wp.conn), rd.payload.stream.eq(wp.stream),
@@ -563,11 +590,11 @@ class TxSchedRows(wiring.Component):
                          b_wr.laddr.eq(r.laddr), b_wr.va.eq(0), b_wr.rkey.eq(0),
                          b_wr.length.eq(Mux(r.err, 0, r.length)), b_wr.imm.eq(0),
                          b_wr.swap.eq(0), b_wr.compare.eq(0), b_wr.rsp.eq(1), b_wr.msg.eq(r.msg),
-                         b_wr.err.eq(r.err)]
+                         b_wr.err.eq(r.err), w_status.eq(0)]
         with m.Elif(self.s_wr.ready & self.s_wr.valid):
             w = self.s_wr.payload
             m.d.sync += [b_wr_v.eq(1), wr_blocked.eq(0), b_wr.rsp.eq(0), b_wr.msg.eq(0),
-                         b_wr.err.eq(0)]
+                         b_wr.err.eq(0), w_status.eq(wr_status(w))]
             m.d.sync += [getattr(b_wr, k).eq(getattr(w, k)) for k, _ in lay.wr]
         # the lost report
         with m.If(s2_ok & (s2_kind == K_LOST)):
@@ -593,7 +620,7 @@ class TxSchedRows(wiring.Component):
         return m
 
     # ------------------------------------------------------------------ S2 (MR-TXS-207/208/253)
-    def _s2(self, m, out, row_in, arg_bits, arg_lay, b_wr, w_status, b_lost, d_rd, wbd, wbd_v,
+    def _s2(self, m, out, row_in, arg_bits, arg_lay, b_wr, w_status, w_n, b_lost, d_rd, wbd, wbd_v,
             wbd_conn, wbd_slot, pipe):
         """One operation on the row ``row_in`` (the semantics of TxSchedModel's events on one
         connection, MR-TXS-207; the row model's ``_apply``). Returns the row written back; its
@@ -617,40 +644,9 @@ class TxSchedRows(wiring.Component):
         for k, s_ in enumerate(is_k):
             m.d.comb += s_.eq(kind == k)
 
-        def count(st):
-            return (st.tail - st.done)[:db + 1]
-
-        def live(s, i):
-            st = r.streams[s]
-            return ((i - st.done)[:db]) < count(st)
-
-        live_k = Signal(SD)
-        for s in range(S):
-            for i in range(D):
-                m.d.comb += live_k[s * D + i].eq(live(s, i))
-
-        def msg_len(e):
-            """MR-TXS-062/097: a READ's 0, an atomic's operands, else the length."""
-            return Mux(e.op == OP_READ, 0, Mux(e.op == OP_CMP_SWAP, 16,
-                                               Mux(e.op == OP_FETCH_ADD, 8, e.length)))
-
-        def chunk_bytes(e, chunk):
-            """MR-TXS-437: the bytes of ``chunk`` of entry ``e``'s message by the chunk's place
-            against the entry's chunk count: an MTU before the last chunk, the message's rest
-            (its length's low bits, an MTU when they are 0; 0 for a message of 0 bytes) at the
-            last, 0 after; not ``length - chunk x mtu`` clamped."""
-            ml = msg_len(e)
-            low = ml[:mtu_log2]
-            last = Mux(ml == 0, 0, Mux(low == 0, mtu, low))
-            n1 = Signal.like(e.nchunks, name="cb_last_chunk")
-            m.d.comb += n1.eq(e.nchunks - 1)
-            return Mux(chunk < n1, mtu, Mux(chunk == n1, last, 0))
-
-        def acked_bit(e, chunk):
-            """protocol.chunk_acked: below the base, or its bit set."""
-            d = (chunk - e.ack_base)[:wb_ + 1]
-            return (chunk < e.ack_base) | (
-                (chunk - e.ack_base < W) & e.ack_bits.bit_select(d[:wb_] if wb_ else 0, 1))
+        F = self._row_fns(m, r)
+        count, live_k, msg_len, chunk_bytes = F.count, F.live_k, F.msg_len, F.chunk_bytes
+        acked_bit, entry_at, path_at = F.acked_bit, F.entry_at, F.path_at
 
         def completes(rv, s):
             st = rv.streams[s]
@@ -660,20 +656,12 @@ class TxSchedRows(wiring.Component):
             return (count(st) != 0) & (((e.status != 0) & (e.out == 0))
                                        | ((e.status == 0) & (e.ack_base >= e.nchunks)))
 
-        def entry_at(slot):
-            return data.View(rl.entry, r.entries.as_value().word_select(slot[:db + sb],
-                                                                         rl.entry.size))
-
-        def path_at(p):
-            return data.View(rl.path, r.paths.as_value().word_select(p[:pb], rl.path.size))
-
         def desc_at(slot):
             """MR-TXS-205: the slot's record, the descriptor write of the op just ahead
             forwarded (MR-TXS-221)."""
             rec = d_rd.data.word_select(slot[:db + sb], rl.desc.size)
             hit = wbd_v & (wbd_conn == conn) & (wbd_slot == slot)
             return data.View(rl.desc, Mux(hit, wbd.as_value(), rec))
-
         mid = Signal(rl.row)
         m.d.comb += mid.eq(r)
         frame, sent = Signal(lay.frame), Signal(lay.sent)
@@ -688,9 +676,6 @@ class TxSchedRows(wiring.Component):
         m.d.comb += ws.eq(Mux(w.rsp, S - 1, w.stream[:sb]))
         st_w = data.View(rl.stream, r.streams.as_value().word_select(ws, rl.stream.size)
                          if S > 1 else r.streams[0].as_value())
-        w_ml = Mux(w.op == OP_READ, 0, Mux(w.op == OP_CMP_SWAP, 16,
-                                           Mux(w.op == OP_FETCH_ADD, 8, w.length)))
-        w_n = Mux(w_ml == 0, 1, ((w_ml - 1) >> mtu_log2) + 1)
         w_idx = st_w.tail[:db]
         w_slot = Cat(w_idx, ws)[:3] if sb else w_idx
         is_send = ((w.op == OP_SEND) | (w.op == OP_SEND_IMM)) & ~w.rsp
@@ -855,40 +840,22 @@ class TxSchedRows(wiring.Component):
                 with m.Elif(f.er_v):
                     m.d.comb += mid.entries[k].status.eq(f.er.status)
 
-        # ---- a schedule op (MR-TXS-023..026): the connection's action, carried out
+        # ---- a schedule op (MR-TXS-023..026): the connection's action, carried out; its
+        # decision made in S1 on S1's row and registered (MR-TXS-450/451)
         cr = r.conn
-        rh = data.View(rl.retx, r.retx.as_value().word_select(cr.rhead, rl.retx.size))
-        he = entry_at(rh.slot)
-        h_live = live_k.bit_select(rh.slot[:db + sb], 1) & (
-            (rh.slot >> (db + sb)) == 0 if db + sb < 3 else Const(1, 1))
-        resend = Signal()
-        drop = Signal()
-        m.d.comb += [resend.eq(cr.rcount != 0),
-                     drop.eq(resend & (~h_live | (rh.chunk >= he.next_chunk)
-                                       | acked_bit(he, rh.chunk) | (he.status != 0)))]
-        # the first stream from srr with a new chunk in its chunk window (MR-ENG-012)
-        s_can = []
-        for s in range(S):
-            st = r.streams[s]
-            e = data.View(rl.entry, r.entries.as_value().word_select(
-                Cat(st.send[:db], Const(s, sb)) if sb else st.send[:db], rl.entry.size))
-            s_can.append((st.send != st.tail) & (e.status == 0)
-                         & (e.next_chunk < e.ack_base + W))
-        n_any, n_s = _first_from(s_can, cr.srr, S)
+        sp = data.View(self._pre_layout(), pipe.s2_pre)
+        resend, drop = sp.resend, sp.drop
+        n_s = sp.n_s if sb else Const(0, 1)
         n_st = data.View(rl.stream, r.streams.as_value().word_select(n_s, rl.stream.size)
                          if S > 1 else r.streams[0].as_value())
-        n_slot = Cat(n_st.send[:db], n_s)[:3] if sb else n_st.send[:db]
-        cand = Signal()
         g_slot = Signal(3)
         # MR-TXS-275: a tail probe's packet is its path's newest (tail_slot, tail_chunk): the
         # schedule op's slot, entry, descriptor and frame assembly serve it
         is_probe = is_k[K_PROBE]
         tps = path_at(a.path)
-        m.d.comb += [cand.eq(resend | n_any),
-                     g_slot.eq(Mux(is_probe, tps.tail_slot, Mux(resend, rh.slot, n_slot)))]
+        m.d.comb += g_slot.eq(Mux(is_probe, tps.tail_slot, sp.g_slot))
         ge = entry_at(g_slot)
-        g_chunk = Mux(is_probe, tps.tail_chunk,
-                      Mux(resend, rh.chunk, ge.next_chunk))[:records.CHUNK_BITS]
+        g_chunk = Mux(is_probe, tps.tail_chunk, sp.g_chunk)[:records.CHUNK_BITS]
         # MR-TXS-270/271: the probe's drops (MR-TXS-082): the path beyond the instance, not its
         # newest PSN, nothing in flight, no newest packet of a live message, the message failed
         t_live = live_k.bit_select(tps.tail_slot[:db + sb], 1) & (
@@ -898,46 +865,19 @@ class TxSchedRows(wiring.Component):
                                  & (ge.lap == tps.tail_lap) & (ge.status == 0)
                                  & ((a.psn + 1)[:24] == tps.next_psn) & (tps.pkts != 0))
         g_ml = msg_len(ge)
-        # MR-TXS-310: the chunk's bytes formed per candidate (the probe's, the resend's, each
-        # stream's next chunk) in parallel with the choice and selected after it, not computed
-        # on the chosen slot's entry after the stream choice (rdep33: the choice -> entry ->
-        # chunk_bytes -> window ripple)
+        # MR-TXS-310: the probe's bytes; MR-TXS-439: a schedule op's (S1's) for its window
+        # tests and path updates, the frame's a probe's too
         nb_probe = chunk_bytes(entry_at(tps.tail_slot),
                                tps.tail_chunk[:records.CHUNK_BITS])
-        nb_resend = chunk_bytes(entry_at(rh.slot), rh.chunk[:records.CHUNK_BITS])
-        nb_stream = Signal(S * (mtu_log2 + 1))
-        for s in range(S):
-            st = r.streams[s]
-            se = entry_at(Cat(st.send[:db], Const(s, sb)) if sb else st.send[:db])
-            m.d.comb += nb_stream[s * (mtu_log2 + 1):(s + 1) * (mtu_log2 + 1)].eq(
-                chunk_bytes(se, se.next_chunk[:records.CHUNK_BITS]))
-        # MR-TXS-439: a schedule op's bytes (never the probe's arm: the packet, its window
-        # tests and its path updates are a schedule op's only); the frame's, a probe's too
-        nb_sched = Signal(mtu_log2 + 1)
-        m.d.comb += nb_sched.eq(Mux(resend, nb_resend, nb_stream.word_select(n_s, mtu_log2 + 1)
-                                    if S > 1 else nb_stream))
+        nb_sched = sp.nb
         g_nb = Signal(mtu_log2 + 1)
         m.d.comb += g_nb.eq(Mux(is_probe, nb_probe, nb_sched))
-        # MR-TXS-311: inflight + g_nb > window as g_nb > window - inflight (the room formed
-        # from the row alone, one comparator after g_nb)
-        conn_room = Signal(signed(records.BYTES_BITS + 2))
-        m.d.comb += conn_room.eq(prm["conn_window"] - cr.inflight)
-        conn_block = (cr.inflight != 0) & (nb_sched > conn_room)
-        p_can = []
-        for p in range(Pn):
-            ps = r.paths[p]
-            win = Mux(ps.col, mtu, ps.cwnd)
-            p_can.append(Mux(ps.state == PATH_PROBING, (ps.pkts == 0) & ~resend,
-                             (ps.state == PATH_ACTIVE) & (ps.inflight < win)
-                             & (ps.pkts < prm["path_pkts"])))
-        p_any, g_p = _first_from(p_can, cr.rr, Pn)
-        g_p = g_p[:pb]
+        g_p = sp.g_p[:pb]
         if not self.pacing:
-            # (the expressions as before pacing, so the block's netlist is the same)
-            m.d.comb += [pkt.eq(is_k[K_SCHED] & cand & ~drop & ~conn_block & p_any),
-                         act.eq(is_k[K_SCHED] & (drop | (cand & ~conn_block & p_any)))]
+            m.d.comb += [pkt.eq(is_k[K_SCHED] & ~drop & sp.go),
+                         act.eq(is_k[K_SCHED] & (drop | sp.go))]
         else:
-            go = cand & ~conn_block & p_any
+            go = sp.go
             # MR-TXS-339/160: a packet only when the connection is due at S2's now (not waiting
             # for a turn, not late: `armed` while now is before `seen`); a drop is not held
             lt_seen = Signal(name="pace_lt_seen")
@@ -951,20 +891,10 @@ class TxSchedRows(wiring.Component):
                          act.eq(sched_go & (drop | go))]
         gps = path_at(g_p)
         psn = gps.next_psn
-        unsent_new = Signal.like(cr.unsent)
-        rcount_new = Signal.like(cr.rcount)
-        m.d.comb += [unsent_new.eq(cr.unsent - ~resend), rcount_new.eq(cr.rcount - resend)]
-        # MR-TXS-312: each path's ACK request formed on its own (its room, window - mtu -
-        # inflight from the row alone, against g_nb), the chosen path's selected after the path
-        # choice: the choice and the bytes meet at one select, not in series
-        few = unsent_new + rcount_new < Pn
-        req_p = Signal(Pn)
-        for p in range(Pn):
-            ps = r.paths[p]
-            room_p = Signal(signed(records.BYTES_BITS + 3), name=f"req_room{p}")
-            m.d.comb += [room_p.eq(Mux(ps.col, mtu, ps.cwnd) - mtu - ps.inflight),
-                         req_p[p].eq((ps.since_req + 1 >= prm["ack_every"]) | (nb_sched > room_p)
-                                     | few | (ps.state == PATH_PROBING))]
+        unsent_new = sp.unsent_new
+        # MR-TXS-312: each path's ACK request (S1's), the chosen path's selected after the
+        # path choice
+        req_p = sp.req_p
         req = Signal()
         m.d.comb += req.eq(req_p.bit_select(g_p, 1) if Pn > 1 else req_p[0])
         with m.If((sched_go if self.pacing else is_k[K_SCHED]) & drop):
@@ -992,27 +922,16 @@ class TxSchedRows(wiring.Component):
                 m.d.comb += popped.eq(1)
             with m.Else():
                 m.d.comb += [mid.conn.unsent.eq(unsent_new), mid.conn.srr.eq(n_s + 1)]
-                with m.If(ge.next_chunk + 1 == ge.nchunks):
+                with m.If(sp.last):
                     for s in range(S):
                         with m.If(n_s == s):
                             m.d.comb += mid.streams[s].send.eq(n_st.send + 1)
         # MR-TXS-258: the refill: a schedule op that pops its FIFO's head moves one kept chunk
-        # to the tail (the lowest live entry not failed with a bit, its lowest bit). The pick
-        # reads S2's row before the op: a schedule op changes no entry's bits, status, base or
-        # liveness, so it is the pick on the row after it (the model's)
-        f_ok = [Signal(name=f"fill_ok{k}") for k in range(SD)]
-        for k in range(SD):
-            e = r.entries[k]
-            m.d.comb += f_ok[k].eq(live_k[k] & (e.status == 0) & (e.lnq != 0))
-        f_any, f_slot = _first_bit(f_ok)
+        # to the tail (S1's pick: the lowest live entry not failed with a bit, its lowest bit).
+        # The pick reads the row before the op: a schedule op changes no entry's bits, status,
+        # base or liveness, so it is the pick on the row after it (the model's)
+        f_any, f_slot, f_bit, f_chunk = sp.f_any, sp.f_slot, sp.f_bit, sp.f_chunk
         fe = data.View(rl.entry, r.entries.as_value().word_select(f_slot, rl.entry.size))
-        fz_any, f_bit = _lowest_zero(~fe.lnq)
-        f_bit = f_bit if wb_ else Const(0, 1)
-        # the chunk: ack_base + ((bit - ack_base) mod W): the bit over the base's high part, one
-        # window more when the bit is below the base's low bits
-        f_chunk = Signal(records.CHUNK_BITS)
-        m.d.comb += f_chunk.eq(Cat(f_bit[:wb_], fe.ack_base[wb_:])
-                               + Mux(f_bit[:wb_] < fe.ack_base[:wb_], W, 0))
         fill = Signal()
         m.d.comb += fill.eq(popped & f_any)
         with m.If(popped):
@@ -1093,6 +1012,187 @@ class TxSchedRows(wiring.Component):
                    desc=desc_rec, desc_we=desc_we, desc_slot=desc_slot, **pace_res)
         m.d.comb += [out[k].eq(v) for k, v in res.items()]
         return final
+
+    def _row_fns(self, m, r):
+        """A row's field functions (MR-TXS-207) for S2's operation on the row ``r`` and for
+        S1's schedule terms (MR-TXS-451) on S1's row: a stream's count, each entry's liveness
+        (``live_k``), a message's length, a chunk's bytes (MR-TXS-437), a chunk's
+        acknowledgement, the entry and the path at an index."""
+        prm, rl = self.prm, self.rl
+        S, Pn, D = self.streams, self.paths, self.depth
+        W, mtu = prm["chunk_window"], prm["mtu"]
+        mtu_log2 = mtu.bit_length() - 1
+        db, pb, sb = (D - 1).bit_length(), (Pn - 1).bit_length(), (S - 1).bit_length()
+        wb_ = (W - 1).bit_length()
+
+        def count(st):
+            return (st.tail - st.done)[:db + 1]
+
+        def live(s, i):
+            st = r.streams[s]
+            return ((i - st.done)[:db]) < count(st)
+
+        live_k = Signal(S * D)
+        for s in range(S):
+            for i in range(D):
+                m.d.comb += live_k[s * D + i].eq(live(s, i))
+
+        def msg_len(e):
+            """MR-TXS-062/097: a READ's 0, an atomic's operands, else the length."""
+            return Mux(e.op == OP_READ, 0, Mux(e.op == OP_CMP_SWAP, 16,
+                                               Mux(e.op == OP_FETCH_ADD, 8, e.length)))
+
+        def chunk_bytes(e, chunk):
+            """MR-TXS-437: the bytes of ``chunk`` of entry ``e``'s message by the chunk's place
+            against the entry's chunk count: an MTU before the last chunk, the message's rest
+            (its length's low bits, an MTU when they are 0; 0 for a message of 0 bytes) at the
+            last, 0 after; not ``length - chunk x mtu`` clamped."""
+            ml = msg_len(e)
+            low = ml[:mtu_log2]
+            last = Mux(ml == 0, 0, Mux(low == 0, mtu, low))
+            n1 = Signal.like(e.nchunks, name="cb_last_chunk")
+            m.d.comb += n1.eq(e.nchunks - 1)
+            return Mux(chunk < n1, mtu, Mux(chunk == n1, last, 0))
+
+        def acked_bit(e, chunk):
+            """protocol.chunk_acked: below the base, or its bit set."""
+            d = (chunk - e.ack_base)[:wb_ + 1]
+            return (chunk < e.ack_base) | (
+                (chunk - e.ack_base < W) & e.ack_bits.bit_select(d[:wb_] if wb_ else 0, 1))
+
+        def entry_at(slot):
+            return data.View(rl.entry, r.entries.as_value().word_select(slot[:db + sb],
+                                                                         rl.entry.size))
+
+        def path_at(p):
+            return data.View(rl.path, r.paths.as_value().word_select(p[:pb], rl.path.size))
+
+        return SimpleNamespace(count=count, live_k=live_k, msg_len=msg_len,
+                               chunk_bytes=chunk_bytes, acked_bit=acked_bit, entry_at=entry_at,
+                               path_at=path_at)
+
+    def _pre_layout(self):
+        """MR-TXS-451: S1's schedule terms, registered into S2."""
+        prm, rl = self.prm, self.rl
+        S, Pn, D = self.streams, self.paths, self.depth
+        mtu_log2 = prm["mtu"].bit_length() - 1
+        W = prm["chunk_window"]
+        return data.StructLayout({
+            "resend": 1, "drop": 1, "go": 1, "n_s": max(1, (S - 1).bit_length()),
+            "g_slot": 3, "g_chunk": records.CHUNK_BITS, "nb": mtu_log2 + 1, "last": 1,
+            "g_p": max(1, (Pn - 1).bit_length()), "req_p": Pn,
+            "unsent_new": rl.conn["unsent"].shape, "f_any": 1,
+            "f_slot": max(1, (S * D - 1).bit_length()), "f_bit": max(1, (W - 1).bit_length()),
+            "f_chunk": records.CHUNK_BITS})
+
+    def _sched_pre(self, m, row_bits):
+        """MR-TXS-451: a schedule op's decision on S1's row (``row_bits``: the read, or the
+        write at the last edge when forwarded), registered into S2: whether it resends and
+        whether the resend head is dropped, the stream it picks, its slot, chunk and bytes,
+        whether it may send (a candidate, the connection window, a path), the path, each
+        path's ACK request, whether its chunk is its message's last, ``unsent`` after a new
+        chunk, the refill's pick (MR-TXS-258). Equal to the same terms on S2's row:
+        MR-TXS-450 leaves no operation of the connection between S1 and the schedule op's
+        S2. Terms that read S2's time (pacing) stay in S2."""
+        prm, rl = self.prm, self.rl
+        S, Pn, D = self.streams, self.paths, self.depth
+        W, mtu = prm["chunk_window"], prm["mtu"]
+        mtu_log2 = mtu.bit_length() - 1
+        db, pb, sb = (D - 1).bit_length(), (Pn - 1).bit_length(), (S - 1).bit_length()
+        wb_ = (W - 1).bit_length()
+        SD = S * D
+        r = data.View(rl.row, row_bits)
+        F = self._row_fns(m, r)
+        live_k, chunk_bytes, acked_bit = F.live_k, F.chunk_bytes, F.acked_bit
+        entry_at = F.entry_at
+        pv = Signal(self._pre_layout(), name="s1_sched")
+        cr = r.conn
+        rh = data.View(rl.retx, r.retx.as_value().word_select(cr.rhead, rl.retx.size))
+        he = entry_at(rh.slot)
+        h_live = live_k.bit_select(rh.slot[:db + sb], 1) & (
+            (rh.slot >> (db + sb)) == 0 if db + sb < 3 else Const(1, 1))
+        resend = Signal(name="s1_resend")
+        drop = Signal(name="s1_drop")
+        m.d.comb += [resend.eq(cr.rcount != 0),
+                     drop.eq(resend & (~h_live | (rh.chunk >= he.next_chunk)
+                                       | acked_bit(he, rh.chunk) | (he.status != 0)))]
+        # the first stream from srr with a new chunk in its chunk window (MR-ENG-012)
+        s_can = []
+        for s in range(S):
+            st = r.streams[s]
+            e = data.View(rl.entry, r.entries.as_value().word_select(
+                Cat(st.send[:db], Const(s, sb)) if sb else st.send[:db], rl.entry.size))
+            s_can.append((st.send != st.tail) & (e.status == 0)
+                         & (e.next_chunk < e.ack_base + W))
+        n_any, n_s = _first_from(s_can, cr.srr, S)
+        n_st = data.View(rl.stream, r.streams.as_value().word_select(n_s, rl.stream.size)
+                         if S > 1 else r.streams[0].as_value())
+        n_slot = Cat(n_st.send[:db], n_s)[:3] if sb else n_st.send[:db]
+        g_slot = Signal(3, name="s1_g_slot")
+        m.d.comb += g_slot.eq(Mux(resend, rh.slot, n_slot))
+        ge = entry_at(g_slot)
+        # MR-TXS-310: the chunk's bytes formed per candidate (the resend's, each stream's next
+        # chunk) in parallel with the choice and selected after it (rdep33)
+        nb_resend = chunk_bytes(entry_at(rh.slot), rh.chunk[:records.CHUNK_BITS])
+        nb_stream = Signal(S * (mtu_log2 + 1))
+        for s in range(S):
+            st = r.streams[s]
+            se = entry_at(Cat(st.send[:db], Const(s, sb)) if sb else st.send[:db])
+            m.d.comb += nb_stream[s * (mtu_log2 + 1):(s + 1) * (mtu_log2 + 1)].eq(
+                chunk_bytes(se, se.next_chunk[:records.CHUNK_BITS]))
+        # MR-TXS-439: a schedule op's bytes (never the probe's arm)
+        nb_sched = Signal(mtu_log2 + 1, name="s1_nb_sched")
+        m.d.comb += nb_sched.eq(Mux(resend, nb_resend, nb_stream.word_select(n_s, mtu_log2 + 1)
+                                    if S > 1 else nb_stream))
+        # MR-TXS-311: inflight + bytes > window as bytes > window - inflight
+        conn_room = Signal(signed(records.BYTES_BITS + 2))
+        m.d.comb += conn_room.eq(prm["conn_window"] - cr.inflight)
+        conn_block = (cr.inflight != 0) & (nb_sched > conn_room)
+        p_can = []
+        for p in range(Pn):
+            ps = r.paths[p]
+            win = Mux(ps.col, mtu, ps.cwnd)
+            p_can.append(Mux(ps.state == PATH_PROBING, (ps.pkts == 0) & ~resend,
+                             (ps.state == PATH_ACTIVE) & (ps.inflight < win)
+                             & (ps.pkts < prm["path_pkts"])))
+        p_any, g_p = _first_from(p_can, cr.rr, Pn)
+        unsent_new = Signal.like(cr.unsent)
+        rcount_new = Signal.like(cr.rcount)
+        m.d.comb += [unsent_new.eq(cr.unsent - ~resend), rcount_new.eq(cr.rcount - resend)]
+        # MR-TXS-312: each path's ACK request formed on its own (its room, window - mtu -
+        # inflight from the row alone, against the bytes)
+        few = unsent_new + rcount_new < Pn
+        req_p = Signal(Pn)
+        for p in range(Pn):
+            ps = r.paths[p]
+            room_p = Signal(signed(records.BYTES_BITS + 3), name=f"req_room{p}")
+            m.d.comb += [room_p.eq(Mux(ps.col, mtu, ps.cwnd) - mtu - ps.inflight),
+                         req_p[p].eq((ps.since_req + 1 >= prm["ack_every"]) | (nb_sched > room_p)
+                                     | few | (ps.state == PATH_PROBING))]
+        # MR-TXS-258: the refill's pick (the lowest live entry not failed with a bit, its
+        # lowest bit)
+        f_ok = [Signal(name=f"fill_ok{k}") for k in range(SD)]
+        for k in range(SD):
+            e = r.entries[k]
+            m.d.comb += f_ok[k].eq(live_k[k] & (e.status == 0) & (e.lnq != 0))
+        f_any, f_slot = _first_bit(f_ok)
+        fe = data.View(rl.entry, r.entries.as_value().word_select(f_slot, rl.entry.size))
+        fz_any, f_bit = _lowest_zero(~fe.lnq)
+        f_bit = f_bit if wb_ else Const(0, 1)
+        # the chunk: ack_base + ((bit - ack_base) mod W): the bit over the base's high part, one
+        # window more when the bit is below the base's low bits
+        f_chunk = Signal(records.CHUNK_BITS)
+        m.d.comb += f_chunk.eq(Cat(f_bit[:wb_], fe.ack_base[wb_:])
+                               + Mux(f_bit[:wb_] < fe.ack_base[:wb_], W, 0))
+        m.d.comb += [pv.resend.eq(resend), pv.drop.eq(drop),
+                     pv.go.eq((resend | n_any) & ~conn_block & p_any), pv.n_s.eq(n_s),
+                     pv.g_slot.eq(g_slot),
+                     pv.g_chunk.eq(Mux(resend, rh.chunk, ge.next_chunk)[:records.CHUNK_BITS]),
+                     pv.nb.eq(nb_sched), pv.last.eq(ge.next_chunk + 1 == ge.nchunks),
+                     pv.g_p.eq(g_p[:max(1, pb)]), pv.req_p.eq(req_p),
+                     pv.unsent_new.eq(unsent_new), pv.f_any.eq(f_any), pv.f_slot.eq(f_slot),
+                     pv.f_bit.eq(f_bit), pv.f_chunk.eq(f_chunk)]
+        return pv.as_value()
 
     def _work_after(self, m, r, is_k, c_ok, resend, f_any, w_status, w_n, lost_queued):
         """MR-TXS-436: whether the row the op leaves has work (MR-TXS-213's term: `unsent` or
