@@ -42,11 +42,8 @@ class RowPipe(wiring.Component):
     starts at a comparator."""
 
     def __init__(self, rows, row_width, arg_width, apply, *, init=(), forward=True,
-                 collision_garbage=False, pre=None, pre_width=0):
+                 collision_garbage=False):
         self.rows, self.row_width, self.apply = rows, row_width, apply
-        # MR-TXS-450: ``pre(m, row, arg) -> value`` formed in S1 on S1's row (the read, or the
-        # write at the last edge when forwarded) and registered into S2 as ``s2_pre``
-        self.pre, self.pre_width = pre, pre_width
         self.init, self.forward = list(init), forward
         self.collision_garbage = collision_garbage
         cb = max(1, (rows - 1).bit_length())
@@ -55,8 +52,7 @@ class RowPipe(wiring.Component):
         super().__init__({"take_valid": In(1), "take_conn": In(cb), "take_arg": In(arg_width),
                           "wb_valid": Out(1), "wb_conn": Out(cb), "wb_row": Out(row_width),
                           "s1_valid": Out(1), "s1_conn": Out(cb), "s1_arg": Out(arg_width),
-                          "s2_valid": Out(1), "s2_conn": Out(cb), "s2_arg": Out(arg_width),
-                          "s2_pre": Out(max(1, pre_width))})
+                          "s2_valid": Out(1), "s2_conn": Out(cb), "s2_arg": Out(arg_width)})
 
     def elaborate(self, platform):
         m = Module()
@@ -89,12 +85,8 @@ class RowPipe(wiring.Component):
         if self.forward:
             m.d.sync += [fwd_two.eq(s2_valid & (s2_conn == self.take_conn)),
                          fwd_one.eq(s2_valid & (s2_conn == s1_conn))]
-        s1_row = Signal(W)
-        m.d.comb += s1_row.eq(Mux(fwd_two, self.wb_row, rd_data))
         m.d.sync += [s2_valid.eq(s1_valid), s2_conn.eq(s1_conn), s2_arg.eq(s1_arg),
-                     s2_row.eq(s1_row)]
-        if self.pre is not None:
-            m.d.sync += self.s2_pre.eq(self.pre(m, s1_row, s1_arg))
+                     s2_row.eq(Mux(fwd_two, self.wb_row, rd_data))]
         # S2: the write of the op just ahead replaces the registered row
         row_in = Signal(W)
         m.d.comb += row_in.eq(Mux(fwd_one, self.wb_row, s2_row))
@@ -196,11 +188,17 @@ class ConnFifo(wiring.Component):
         rd = mem.read_port(transparent_for=(wr,))
         rp, wp = Signal(ab), Signal(ab)
         level = Signal(range(n + 1))
+        # MR-TXS-452: the pointers' and the level's next values selected by push and pop
+        # among the registers' +1/-1 (formed from registers alone), not added after them
+        rp1, wp1 = Signal.like(rp), Signal.like(wp)
+        lv_up, lv_dn = Signal.like(level), Signal.like(level)
+        m.d.comb += [rp1.eq(rp + 1), wp1.eq(wp + 1), lv_up.eq(level + 1), lv_dn.eq(level - 1)]
         m.d.comb += [wr.addr.eq(wp), wr.data.eq(self.push_conn), wr.en.eq(self.push),
-                     rd.addr.eq(rp + self.pop), self.head.eq(rd.data),
+                     rd.addr.eq(Mux(self.pop, rp1, rp)), self.head.eq(rd.data),
                      self.nonempty.eq(level != 0)]
-        m.d.sync += [rp.eq(rp + self.pop), wp.eq(wp + self.push),
-                     level.eq(level + self.push - self.pop)]
+        m.d.sync += [rp.eq(Mux(self.pop, rp1, rp)), wp.eq(Mux(self.push, wp1, wp)),
+                     level.eq(Mux(self.push == self.pop, level,
+                                  Mux(self.push, lv_up, lv_dn)))]
         return m
 
 
@@ -219,7 +217,7 @@ class TxSchedRows(wiring.Component):
     def __init__(self, width=64, *, conns=SMALL["conns"], streams=SMALL["streams"],
                  paths=SMALL["paths"], depth=SMALL["depth"], forward=True, init_rows=True,
                  restores=False, kept_out=True, rd_rows=False, pacing=False, pace_ignored=False,
-                 pace_full_only=False, retime_hold=True, sched_hold=True, **kw):
+                 pace_full_only=False, retime_hold=True, **kw):
         prm = dict(SMALL, conns=conns, streams=streams, paths=paths, depth=depth)
         prm.update(kw)
         self._MustUse__silence = True       # a refused instance is no unused design
@@ -237,9 +235,6 @@ class TxSchedRows(wiring.Component):
         # MR-TXS-372: S2's schedule op held while a write with a time of its connection is in
         # flight (retime_hold=False, negative control only: MR-TXS-371's early packets)
         self.retime_hold = bool(retime_hold)
-        # MR-TXS-450: no schedule op right behind an op of its connection (sched_hold=False,
-        # negative control only: S1's schedule terms, MR-TXS-451, then miss the op just ahead)
-        self.sched_hold = bool(sched_hold)
         self.rl = row_layouts(conns, streams, paths, depth, prm["chunk_window"],
                               prm["resend_depth"], self.pacing)
         self.lay = lay = layouts(conns, streams, paths, depth)
@@ -328,7 +323,7 @@ class TxSchedRows(wiring.Component):
                      Mux(is_atom, Mux(w.length != ATOMIC_LEN, STATUS_LOC_LEN_ERR, 0),
                          Mux(big, STATUS_LOC_LEN_ERR, 0)))
             return st if rsp is None else Mux(rsp, 0, st)
-        # MR-TXS-452: the status formed as the boundary register is loaded (a READ response's
+        # MR-TXS-450: the status formed as the boundary register is loaded (a READ response's
         # 0), kept beside it; the chunk count (MR-TXS-010) registered from it every cycle (the
         # op's S2 is at least two cycles after the load, and the register is held until then)
         w_status = Signal(5)
@@ -381,9 +376,7 @@ class TxSchedRows(wiring.Component):
 
         m.submodules.pipe = pipe = RowPipe(C, rl.row.size, arg_lay.size, apply,
                                            init=self._reset_rows() if self.init_rows else (),
-                                           forward=self.forward,
-                                           pre=lambda mm, row, arg: self._sched_pre(mm, row),
-                                           pre_width=self._pre_layout().size)
+                                           forward=self.forward)
         s1a = data.View(arg_lay, pipe.s1_arg)
         s2a = data.View(arg_lay, pipe.s2_arg)
         if self.pacing:
@@ -414,17 +407,12 @@ class TxSchedRows(wiring.Component):
             pwait = Signal()
             m.d.sync += pwait.eq(self.s_probe.valid & ~self.s_probe.ready)
             ack_ok = (rst_q.level + n_ack < OUT_DEPTH) & ~pwait
-        # MR-TXS-450: the active queue's head waits while S1 holds an op of its connection
-        # (S1's terms of its schedule op, MR-TXS-451, then need no forward in S2)
-        sched_wait = Const(0, 1)
-        if self.sched_hold:
-            sched_wait = pipe.s1_valid & (pipe.s1_conn == active.head)
         # s_probe's one register holds a verdict (to) or a tail probe (MR-TXS-272)
         can = [b_ver_v & b_ver.to, b_cwnd_v, b_fail_v, b_ack_v & ack_ok, b_lost_v & ~lost_busy,
                done_q.nonempty & cq_room,
                b_wr_v & ~wr_busy & ~wr_blocked & ((w_status == 0) | cq_room),
                b_ver_v & ~b_ver.to & frame_room,
-               active.nonempty & out_room & ~sched_wait]
+               active.nonempty & out_room]
         if not self.pacing:
             take_any, take_kind = _first_bit(can)
         else:
@@ -645,7 +633,7 @@ class TxSchedRows(wiring.Component):
             m.d.comb += s_.eq(kind == k)
 
         F = self._row_fns(m, r)
-        count, live_k, msg_len, chunk_bytes = F.count, F.live_k, F.msg_len, F.chunk_bytes
+        count, live_k, msg_len, chunk_place = F.count, F.live_k, F.msg_len, F.chunk_place
         acked_bit, entry_at, path_at = F.acked_bit, F.entry_at, F.path_at
 
         def completes(rv, s):
@@ -729,8 +717,12 @@ class TxSchedRows(wiring.Component):
         restore = Signal()
         m.d.comb += restore.eq(is_k[K_ACKED] & p_ok & (rps.state != PATH_ACTIVE))
         kept = Signal()             # MR-TXS-316: the verdict taken as a reroute
-        r_nb = Signal(mtu_log2 + 1)
-        m.d.comb += r_nb.eq(chunk_bytes(re, rp_chunk))
+        # MR-TXS-453: the flight less the chunk's bytes (MR-TXS-437), for an MTU and the last
+        # bytes in parallel with the chunk's place, selected by it
+        r_before, r_at, r_last = chunk_place(re, rp_chunk)
+
+        def less_nb(x):
+            return Mux(r_before, _sub0(x, mtu), Mux(r_at, _sub0(x, r_last), x))
         is_rep = is_k[K_ACKED] | is_k[K_LOST]
         # a lost report's chunk queued in the resend FIFO (MR-TXS-021/257; 0 unless so)
         lost_queued = Signal(name="lost_queued")
@@ -748,10 +740,10 @@ class TxSchedRows(wiring.Component):
                     with m.If(is_k[K_ACKED]):
                         m.d.comb += [np_.state.eq(PATH_ACTIVE), np_.col.eq(0)]   # MR-TXS-116
                     with m.If(r_hit):
-                        m.d.comb += [np_.inflight.eq(_sub0(rps.inflight, r_nb)),
+                        m.d.comb += [np_.inflight.eq(less_nb(rps.inflight)),
                                      np_.pkts.eq(_sub0(rps.pkts, 1))]
             with m.If(r_hit):
-                m.d.comb += mid.conn.inflight.eq(_sub0(r.conn.inflight, r_nb))
+                m.d.comb += mid.conn.inflight.eq(less_nb(r.conn.inflight))
                 # protocol.chunk_ack: the chunk's bit, then the base over the trailing ones
                 new_ack = new_ack_t
                 z_any, z_idx = _lowest_zero(bits)
@@ -793,6 +785,15 @@ class TxSchedRows(wiring.Component):
         c_slot = Cat(c_st.done[:db], c_s)[:3] if sb else c_st.done[:db]
         ce = entry_at(c_slot)
         cd = desc_at(c_slot)
+        # MR-TXS-451: `unsent` less each stream's head's unsent chunks (MR-TXS-027), formed per
+        # stream from the row and selected by the completed stream, not after its choice
+        cpl_u = []
+        for s in range(S):
+            st = r.streams[s]
+            e = entry_at(Cat(st.done[:db], Const(s, sb)) if sb else st.done[:db])
+            u = Signal.like(r.conn.unsent, name=f"cpl_unsent{s}")
+            m.d.comb += u.eq(r.conn.unsent - (e.nchunks - e.next_chunk))
+            cpl_u.append(u)
         with m.If(is_k[K_COMPLETE] & c_any):
             for s in range(S):
                 with m.If(c_s == s):
@@ -800,8 +801,10 @@ class TxSchedRows(wiring.Component):
                     m.d.comb += nst.done.eq(c_st.done + 1)
                     with m.If(c_st.send == c_st.done):
                         m.d.comb += nst.send.eq(c_st.send + 1)
-            with m.If(c_st.send == c_st.done):
-                m.d.comb += mid.conn.unsent.eq(r.conn.unsent - (ce.nchunks - ce.next_chunk))
+            for s in range(S):
+                st = r.streams[s]
+                with m.If((c_s == s) & (st.send == st.done)):
+                    m.d.comb += mid.conn.unsent.eq(cpl_u[s])
             m.d.comb += [cqe_v.eq(1), cqe_rsp.eq(ce.rsp), cqe.conn.eq(conn),
                          cqe.stream.eq(Mux(ce.rsp, cd.wr_id, c_s)), cqe.wr_id.eq(cd.wr_id),
                          cqe.status.eq(ce.status), cqe.op.eq(ce.op),
@@ -840,10 +843,10 @@ class TxSchedRows(wiring.Component):
                 with m.Elif(f.er_v):
                     m.d.comb += mid.entries[k].status.eq(f.er.status)
 
-        # ---- a schedule op (MR-TXS-023..026): the connection's action, carried out; its
-        # decision made in S1 on S1's row and registered (MR-TXS-450/451)
+        # ---- a schedule op (MR-TXS-023..026): the connection's action (its decision's terms
+        # from the row, _sched_terms), carried out
         cr = r.conn
-        sp = data.View(self._pre_layout(), pipe.s2_pre)
+        sp = data.View(self._sched_layout(), self._sched_terms(m, row_in))
         resend, drop = sp.resend, sp.drop
         n_s = sp.n_s if sb else Const(0, 1)
         n_st = data.View(rl.stream, r.streams.as_value().word_select(n_s, rl.stream.size)
@@ -865,10 +868,11 @@ class TxSchedRows(wiring.Component):
                                  & (ge.lap == tps.tail_lap) & (ge.status == 0)
                                  & ((a.psn + 1)[:24] == tps.next_psn) & (tps.pkts != 0))
         g_ml = msg_len(ge)
-        # MR-TXS-310: the probe's bytes; MR-TXS-439: a schedule op's (S1's) for its window
-        # tests and path updates, the frame's a probe's too
-        nb_probe = chunk_bytes(entry_at(tps.tail_slot),
-                               tps.tail_chunk[:records.CHUNK_BITS])
+        # MR-TXS-310: the probe's bytes; MR-TXS-439: a schedule op's for its window tests and
+        # path updates, the frame's a probe's too
+        p_before, p_at, p_last = chunk_place(entry_at(tps.tail_slot),
+                                             tps.tail_chunk[:records.CHUNK_BITS])
+        nb_probe = Mux(p_before, mtu, Mux(p_at, p_last, 0))
         nb_sched = sp.nb
         g_nb = Signal(mtu_log2 + 1)
         m.d.comb += g_nb.eq(Mux(is_probe, nb_probe, nb_sched))
@@ -892,8 +896,7 @@ class TxSchedRows(wiring.Component):
         gps = path_at(g_p)
         psn = gps.next_psn
         unsent_new = sp.unsent_new
-        # MR-TXS-312: each path's ACK request (S1's), the chosen path's selected after the
-        # path choice
+        # MR-TXS-312: each path's ACK request, the chosen path's selected after the path choice
         req_p = sp.req_p
         req = Signal()
         m.d.comb += req.eq(req_p.bit_select(g_p, 1) if Pn > 1 else req_p[0])
@@ -927,7 +930,7 @@ class TxSchedRows(wiring.Component):
                         with m.If(n_s == s):
                             m.d.comb += mid.streams[s].send.eq(n_st.send + 1)
         # MR-TXS-258: the refill: a schedule op that pops its FIFO's head moves one kept chunk
-        # to the tail (S1's pick: the lowest live entry not failed with a bit, its lowest bit).
+        # to the tail (the pick: the lowest live entry not failed with a bit, its lowest bit).
         # The pick reads the row before the op: a schedule op changes no entry's bits, status,
         # base or liveness, so it is the pick on the row after it (the model's)
         f_any, f_slot, f_bit, f_chunk = sp.f_any, sp.f_slot, sp.f_bit, sp.f_chunk
@@ -954,7 +957,7 @@ class TxSchedRows(wiring.Component):
         off = Signal(32)
         m.d.comb += off.eq(g_chunk << mtu_log2)
         flags = (Mux(off == 0, int(MrdhFlag.FIRST), 0)
-                 | Mux(off + g_nb >= g_ml, int(MrdhFlag.LAST), 0)
+                 | Mux(~Mux(is_probe, p_before, sp.before), int(MrdhFlag.LAST), 0)
                  | Mux(resend | is_probe, int(MrdhFlag.RETX), 0)
                  | Mux(ge.err, int(MrdhFlag.ERROR), 0))
         o = ge.op
@@ -980,7 +983,8 @@ class TxSchedRows(wiring.Component):
         # ---- the queues' bits (MR-TXS-213..215), on the row after the op
         new = Signal(rl.row)
         m.d.comb += new.eq(mid)
-        work = self._work_after(m, r, is_k, c_ok, resend, f_any, w_status, w_n, lost_queued)
+        work = self._work_after(m, r, is_k, c_ok, cpl_u, resend, f_any, w_status, w_n,
+                                lost_queued)
         push_active, push_done = Signal(), Signal()
         pace_res = {}
         if self.pacing:
@@ -1014,8 +1018,8 @@ class TxSchedRows(wiring.Component):
         return final
 
     def _row_fns(self, m, r):
-        """A row's field functions (MR-TXS-207) for S2's operation on the row ``r`` and for
-        S1's schedule terms (MR-TXS-451) on S1's row: a stream's count, each entry's liveness
+        """A row's field functions (MR-TXS-207) for S2's operation on the row ``r`` and for the
+        schedule op's terms (:meth:`_sched_terms`): a stream's count, each entry's liveness
         (``live_k``), a message's length, a chunk's bytes (MR-TXS-437), a chunk's
         acknowledgement, the entry and the path at an index."""
         prm, rl = self.prm, self.rl
@@ -1042,17 +1046,26 @@ class TxSchedRows(wiring.Component):
             return Mux(e.op == OP_READ, 0, Mux(e.op == OP_CMP_SWAP, 16,
                                                Mux(e.op == OP_FETCH_ADD, 8, e.length)))
 
+        def chunk_place(e, chunk):
+            """MR-TXS-437/453: ``(before, at, last)``: whether ``chunk`` of entry ``e``'s
+            message is before its last chunk, at it (from one difference, the chunk count less
+            the chunk: above 1, 1), and the last chunk's bytes (the message's rest: its
+            length's low bits, an MTU when they are 0; 0 for a message of 0 bytes)."""
+            ml = msg_len(e)
+            low = ml[:mtu_log2]
+            last = Signal(mtu_log2 + 1, name="cb_last")
+            m.d.comb += last.eq(Mux(ml == 0, 0, Mux(low == 0, mtu, low)))
+            left = Signal(signed(len(e.nchunks) + 2), name="cb_left")
+            m.d.comb += left.eq(Cat(e.nchunks, Const(0, 1)).as_signed()
+                                - Cat(chunk, Const(0, 1)).as_signed())
+            return left > 1, left == 1, last
+
         def chunk_bytes(e, chunk):
             """MR-TXS-437: the bytes of ``chunk`` of entry ``e``'s message by the chunk's place
             against the entry's chunk count: an MTU before the last chunk, the message's rest
-            (its length's low bits, an MTU when they are 0; 0 for a message of 0 bytes) at the
-            last, 0 after; not ``length - chunk x mtu`` clamped."""
-            ml = msg_len(e)
-            low = ml[:mtu_log2]
-            last = Mux(ml == 0, 0, Mux(low == 0, mtu, low))
-            n1 = Signal.like(e.nchunks, name="cb_last_chunk")
-            m.d.comb += n1.eq(e.nchunks - 1)
-            return Mux(chunk < n1, mtu, Mux(chunk == n1, last, 0))
+            at the last, 0 after; not ``length - chunk x mtu`` clamped."""
+            before, at, last = chunk_place(e, chunk)
+            return Mux(before, mtu, Mux(at, last, 0))
 
         def acked_bit(e, chunk):
             """protocol.chunk_acked: below the base, or its bit set."""
@@ -1068,32 +1081,31 @@ class TxSchedRows(wiring.Component):
             return data.View(rl.path, r.paths.as_value().word_select(p[:pb], rl.path.size))
 
         return SimpleNamespace(count=count, live_k=live_k, msg_len=msg_len,
-                               chunk_bytes=chunk_bytes, acked_bit=acked_bit, entry_at=entry_at,
+                               chunk_place=chunk_place, chunk_bytes=chunk_bytes, acked_bit=acked_bit, entry_at=entry_at,
                                path_at=path_at)
 
-    def _pre_layout(self):
-        """MR-TXS-451: S1's schedule terms, registered into S2."""
+    def _sched_layout(self):
+        """The schedule op's terms (:meth:`_sched_terms`) as one record."""
         prm, rl = self.prm, self.rl
         S, Pn, D = self.streams, self.paths, self.depth
         mtu_log2 = prm["mtu"].bit_length() - 1
         W = prm["chunk_window"]
         return data.StructLayout({
-            "resend": 1, "drop": 1, "go": 1, "n_s": max(1, (S - 1).bit_length()),
+            "resend": 1, "drop": 1, "go": 1, "before": 1, "n_s": max(1, (S - 1).bit_length()),
             "g_slot": 3, "g_chunk": records.CHUNK_BITS, "nb": mtu_log2 + 1, "last": 1,
             "g_p": max(1, (Pn - 1).bit_length()), "req_p": Pn,
             "unsent_new": rl.conn["unsent"].shape, "f_any": 1,
             "f_slot": max(1, (S * D - 1).bit_length()), "f_bit": max(1, (W - 1).bit_length()),
             "f_chunk": records.CHUNK_BITS})
 
-    def _sched_pre(self, m, row_bits):
-        """MR-TXS-451: a schedule op's decision on S1's row (``row_bits``: the read, or the
-        write at the last edge when forwarded), registered into S2: whether it resends and
-        whether the resend head is dropped, the stream it picks, its slot, chunk and bytes,
-        whether it may send (a candidate, the connection window, a path), the path, each
-        path's ACK request, whether its chunk is its message's last, ``unsent`` after a new
-        chunk, the refill's pick (MR-TXS-258). Equal to the same terms on S2's row:
-        MR-TXS-450 leaves no operation of the connection between S1 and the schedule op's
-        S2. Terms that read S2's time (pacing) stay in S2."""
+    def _sched_terms(self, m, row_bits):
+        """A schedule op's decision on the row ``row_bits`` (MR-TXS-023..026, S2's row): whether
+        it resends and whether the resend head is dropped, the stream it picks, its slot, chunk
+        and bytes, whether it may send (a candidate, the connection window, a path), the path,
+        each path's ACK request, whether its chunk is its message's last, ``unsent`` after a
+        new chunk, the refill's pick (MR-TXS-258); as one record (:meth:`_sched_layout`), a
+        function of the row alone (terms that read S2's time, with pacing, are formed in
+        S2)."""
         prm, rl = self.prm, self.rl
         S, Pn, D = self.streams, self.paths, self.depth
         W, mtu = prm["chunk_window"], prm["mtu"]
@@ -1105,14 +1117,14 @@ class TxSchedRows(wiring.Component):
         F = self._row_fns(m, r)
         live_k, chunk_bytes, acked_bit = F.live_k, F.chunk_bytes, F.acked_bit
         entry_at = F.entry_at
-        pv = Signal(self._pre_layout(), name="s1_sched")
+        pv = Signal(self._sched_layout(), name="sched_terms")
         cr = r.conn
         rh = data.View(rl.retx, r.retx.as_value().word_select(cr.rhead, rl.retx.size))
         he = entry_at(rh.slot)
         h_live = live_k.bit_select(rh.slot[:db + sb], 1) & (
             (rh.slot >> (db + sb)) == 0 if db + sb < 3 else Const(1, 1))
-        resend = Signal(name="s1_resend")
-        drop = Signal(name="s1_drop")
+        resend = Signal(name="sched_resend")
+        drop = Signal(name="sched_drop")
         m.d.comb += [resend.eq(cr.rcount != 0),
                      drop.eq(resend & (~h_live | (rh.chunk >= he.next_chunk)
                                        | acked_bit(he, rh.chunk) | (he.status != 0)))]
@@ -1128,7 +1140,7 @@ class TxSchedRows(wiring.Component):
         n_st = data.View(rl.stream, r.streams.as_value().word_select(n_s, rl.stream.size)
                          if S > 1 else r.streams[0].as_value())
         n_slot = Cat(n_st.send[:db], n_s)[:3] if sb else n_st.send[:db]
-        g_slot = Signal(3, name="s1_g_slot")
+        g_slot = Signal(3, name="sched_slot")
         m.d.comb += g_slot.eq(Mux(resend, rh.slot, n_slot))
         ge = entry_at(g_slot)
         # MR-TXS-310: the chunk's bytes formed per candidate (the resend's, each stream's next
@@ -1141,13 +1153,35 @@ class TxSchedRows(wiring.Component):
             m.d.comb += nb_stream[s * (mtu_log2 + 1):(s + 1) * (mtu_log2 + 1)].eq(
                 chunk_bytes(se, se.next_chunk[:records.CHUNK_BITS]))
         # MR-TXS-439: a schedule op's bytes (never the probe's arm)
-        nb_sched = Signal(mtu_log2 + 1, name="s1_nb_sched")
+        nb_sched = Signal(mtu_log2 + 1, name="sched_nb")
         m.d.comb += nb_sched.eq(Mux(resend, nb_resend, nb_stream.word_select(n_s, mtu_log2 + 1)
                                     if S > 1 else nb_stream))
+        # MR-TXS-453: the chosen chunk's place and last bytes (selected as the bytes are), so a
+        # test "bytes > x" is formed for an MTU, the last bytes and 0 in parallel with the
+        # place and selected by it
+        pl = [F.chunk_place(entry_at(rh.slot), rh.chunk[:records.CHUNK_BITS])]
+        for s in range(S):
+            st = r.streams[s]
+            se = entry_at(Cat(st.send[:db], Const(s, sb)) if sb else st.send[:db])
+            pl.append(F.chunk_place(se, se.next_chunk[:records.CHUNK_BITS]))
+        sel_s = [Mux(resend, pl[0][i], Cat(*(x[i] for x in pl[1:])).bit_select(n_s, 1)
+                     if S > 1 else pl[1][i]) for i in (0, 1)]
+        last_sel = Signal(mtu_log2 + 1, name="sched_last_bytes")
+        m.d.comb += last_sel.eq(Mux(resend, pl[0][2], Cat(*(x[2] for x in pl[1:])).word_select(
+            n_s, mtu_log2 + 1) if S > 1 else pl[1][2]))
+        before_sel, at_sel = Signal(name="sched_before"), Signal(name="sched_at")
+        m.d.comb += [before_sel.eq(sel_s[0]), at_sel.eq(sel_s[1])]
+
+        def nb_gt(x):
+            """the chosen bytes > ``x`` (signed), by the chunk's place: ``x`` below 0, or below
+            2^w (w: the bytes' width) and the bytes above its low w bits"""
+            w = mtu_log2 + 1
+            return (x < 0) | (((x >> w) == 0)
+                              & Mux(before_sel, mtu > x[:w], Mux(at_sel, last_sel > x[:w], 0)))
         # MR-TXS-311: inflight + bytes > window as bytes > window - inflight
         conn_room = Signal(signed(records.BYTES_BITS + 2))
         m.d.comb += conn_room.eq(prm["conn_window"] - cr.inflight)
-        conn_block = (cr.inflight != 0) & (nb_sched > conn_room)
+        conn_block = (cr.inflight != 0) & nb_gt(conn_room)
         p_can = []
         for p in range(Pn):
             ps = r.paths[p]
@@ -1167,7 +1201,7 @@ class TxSchedRows(wiring.Component):
             ps = r.paths[p]
             room_p = Signal(signed(records.BYTES_BITS + 3), name=f"req_room{p}")
             m.d.comb += [room_p.eq(Mux(ps.col, mtu, ps.cwnd) - mtu - ps.inflight),
-                         req_p[p].eq((ps.since_req + 1 >= prm["ack_every"]) | (nb_sched > room_p)
+                         req_p[p].eq((ps.since_req + 1 >= prm["ack_every"]) | nb_gt(room_p)
                                      | few | (ps.state == PATH_PROBING))]
         # MR-TXS-258: the refill's pick (the lowest live entry not failed with a bit, its
         # lowest bit)
@@ -1189,19 +1223,18 @@ class TxSchedRows(wiring.Component):
                      pv.g_slot.eq(g_slot),
                      pv.g_chunk.eq(Mux(resend, rh.chunk, ge.next_chunk)[:records.CHUNK_BITS]),
                      pv.nb.eq(nb_sched), pv.last.eq(ge.next_chunk + 1 == ge.nchunks),
+                     pv.before.eq(before_sel),
                      pv.g_p.eq(g_p[:max(1, pb)]), pv.req_p.eq(req_p),
                      pv.unsent_new.eq(unsent_new), pv.f_any.eq(f_any), pv.f_slot.eq(f_slot),
                      pv.f_bit.eq(f_bit), pv.f_chunk.eq(f_chunk)]
         return pv.as_value()
 
-    def _work_after(self, m, r, is_k, c_ok, resend, f_any, w_status, w_n, lost_queued):
+    def _work_after(self, m, r, is_k, c_ok, cpl_u, resend, f_any, w_status, w_n, lost_queued):
         """MR-TXS-436: whether the row the op leaves has work (MR-TXS-213's term: `unsent` or
         `rcount` not 0), formed from S2's row and the op's argument by the op's kind, not on the
         new row's counts (after the op's mux of them): the same value. A schedule op's is its
         value when the op acts (a packet or a drop; the only case the term is read)."""
         S = self.streams
-        db = (self.depth - 1).bit_length()
-        sb = (S - 1).bit_length()
         cr = r.conn
         unsent_nz, rcount_nz = cr.unsent != 0, cr.rcount != 0
         base = unsent_nz | rcount_nz
@@ -1214,10 +1247,7 @@ class TxSchedRows(wiring.Component):
         after_cpl = base
         for s in reversed(range(S)):
             st = r.streams[s]
-            at = Cat(st.done[:db], Const(s, sb)) if sb else st.done[:db]
-            e = data.View(self.rl.entry, r.entries.as_value().word_select(at, self.rl.entry.size))
-            u = Signal.like(cr.unsent, name=f"work_cpl_unsent{s}")
-            m.d.comb += u.eq(cr.unsent - (e.nchunks - e.next_chunk))
+            u = cpl_u[s]
             first = c_ok[s] & ~Cat(*c_ok[:s], Const(0, 1)).any()
             after_cpl = Mux(first & (st.send == st.done), (u != 0) | rcount_nz, after_cpl)
         # a report: a lost chunk queued (MR-TXS-021/257)

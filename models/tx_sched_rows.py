@@ -251,17 +251,14 @@ the TX model: ``resend_ready`` .. ``restore_outputs`` (MR-TXS-315).
 ``rd_rows``: ``m_rd``, the good READ or atomic on ``s_wr`` with its message number
 (MR-TXS-325..328; ``rd_held``/``rd_stale`` count the cycles one waited for ``m_rd.ready`` / for
 its number's read, each taken logged as an ``"rd"`` event).
-``sched_hold`` (MR-TXS-450; False: the timing before, negative controls only): a schedule op
-is not taken while S1 holds an operation of its connection (``sched_waits`` counts the cycles
-the active queue's head waited so). ``events`` logs every applied operation in the order of its
+``events`` logs every applied operation in the order of its
     write-back: ``(kind, conn, payload, action or completion, frame, sent, completion, now)``."""
 
     def __init__(self, width=64, conns=SMALL["conns"], streams=SMALL["streams"],
                  paths=SMALL["paths"], depth=SMALL["depth"], *, forward=True, work_filter=True,
                  lost_waits=False, last_active_kept=True, restores=False, restore_hold=True,
                  kept_out=True, rd_rows=False, pacing=False, pace_ignored=False,
-                 pace_full_only=False, late_queue=True, retime_hold=True, sched_hold=True,
-                 **kw):
+                 pace_full_only=False, late_queue=True, retime_hold=True, **kw):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         prm = dict(SMALL, conns=conns, streams=streams, paths=paths, depth=depth)
@@ -291,9 +288,6 @@ the active queue's head waited so). ``events`` logs every applied operation in t
         # flight (retime_hold=False, negative control only: MR-TXS-371's early packets)
         self.retime_hold = bool(retime_hold)
         self.held_sched, self._held = 0, False
-        # MR-TXS-450: no schedule op right behind an operation of its connection
-        self.sched_hold = bool(sched_hold)
-        self.sched_waits = 0
         self.rl = row_layouts(conns, streams, paths, depth, prm["chunk_window"],
                               prm["resend_depth"], self.pacing)
         self.lay = layouts(conns, streams, paths, depth)
@@ -732,16 +726,9 @@ the active queue's head waited so). ``events`` logs every applied operation in t
         if pb is not None and not pb.get("to") and self._room(self.frame_q, ("sched", "probe")):
             return _Op("probe", pb["conn"], pb)
         if (self.active and self._room(self.frame_q, ("sched", "probe"))
-                and self._room(self.sent_q, ("sched",)) and not self._sched_waits()):
+                and self._room(self.sent_q, ("sched",))):
             return _Op("sched", self.active[0], None)
         return None
-
-    def _sched_waits(self):
-        """MR-TXS-450: the active queue's head waits while S1 holds an operation of its
-        connection (the op that would be just ahead of its schedule op in S2)."""
-        s1 = self.pipe.s1
-        return bool(self.sched_hold and self.active and s1 is not None
-                    and s1.conn == self.active[0])
 
     # ------------------------------------------------------------ the readies before the edge
     def _free(self, k, taken):
@@ -819,7 +806,6 @@ the active queue's head waited so). ``events`` logs every applied operation in t
         lay, b = self.lay, self.b
         pick = self._pick()
         taken = pick.kind if pick is not None else None
-        self.sched_waits += self._sched_waits()
         def free(k):
             return self._free(k, taken)
         rsp_valid = g("s_rsp__valid", 0)
