@@ -874,6 +874,11 @@ class TxSchedRows(wiring.Component):
                                              tps.tail_chunk[:records.CHUNK_BITS])
         nb_probe = Mux(p_before, mtu, Mux(p_at, p_last, 0))
         nb_sched = sp.nb
+
+        def plus_nb(x):
+            """MR-TXS-453: ``x`` plus the schedule op's bytes, formed for an MTU and its last
+            bytes in parallel with the chunk's place and selected by it"""
+            return Mux(sp.before, x + mtu, Mux(sp.at, x + sp.last_bytes, x))
         g_nb = Signal(mtu_log2 + 1)
         m.d.comb += g_nb.eq(Mux(is_probe, nb_probe, nb_sched))
         g_p = sp.g_p[:pb]
@@ -908,12 +913,12 @@ class TxSchedRows(wiring.Component):
                     # MR-TXS-313: path p's own fields and request, not the chosen path's select
                     np_, ps = mid.paths[p], r.paths[p]
                     m.d.comb += [np_.next_psn.eq(ps.next_psn + 1),
-                                 np_.inflight.eq(ps.inflight + nb_sched),
+                                 np_.inflight.eq(plus_nb(ps.inflight)),
                                  np_.pkts.eq(ps.pkts + 1),
                                  np_.since_req.eq(Mux(req_p[p], 0, ps.since_req + 1)),
                                  np_.tail_ok.eq(1), np_.tail_slot.eq(g_slot),
                                  np_.tail_chunk.eq(g_chunk), np_.tail_lap.eq(ge.lap)]
-            m.d.comb += [mid.conn.inflight.eq(cr.inflight + nb_sched),
+            m.d.comb += [mid.conn.inflight.eq(plus_nb(cr.inflight)),
                          mid.conn.rr.eq(g_p + 1)]
             for k in range(SD):
                 with m.If(g_slot == k):
@@ -937,6 +942,11 @@ class TxSchedRows(wiring.Component):
         fe = data.View(rl.entry, r.entries.as_value().word_select(f_slot, rl.entry.size))
         fill = Signal()
         m.d.comb += fill.eq(popped & f_any)
+        # the entry's bits less the refilled one (its one-hot by compares, not a shift that
+        # opt_share would merge with the report's, putting the fill's select before a decoder)
+        fill_lnq = Signal(W, name="fill_lnq")
+        m.d.comb += fill_lnq.eq(fe.lnq & ~Cat(*((f_bit[:wb_] if wb_ else 0) == j
+                                              for j in range(W))))
         with m.If(popped):
             m.d.comb += [mid.conn.rhead.eq(cr.rhead + 1), mid.conn.rcount.eq(cr.rcount - 1)]
         with m.If(fill):
@@ -947,8 +957,7 @@ class TxSchedRows(wiring.Component):
                     m.d.comb += [mid.retx[k].slot.eq(f_slot), mid.retx[k].chunk.eq(f_chunk)]
             for k in range(SD):
                 with m.If(f_slot == k):
-                    m.d.comb += mid.entries[k].lnq.eq(
-                        fe.lnq & ~(Const(1, W) << (f_bit[:wb_] if wb_ else 0)))
+                    m.d.comb += mid.entries[k].lnq.eq(fill_lnq)
         # the frame request (MR-TXS-040) and the sent event
         gd = desc_at(g_slot)
         send_op = (ge.op == OP_SEND) | (ge.op == OP_SEND_IMM)
@@ -1058,7 +1067,9 @@ class TxSchedRows(wiring.Component):
             left = Signal(signed(len(e.nchunks) + 2), name="cb_left")
             m.d.comb += left.eq(Cat(e.nchunks, Const(0, 1)).as_signed()
                                 - Cat(chunk, Const(0, 1)).as_signed())
-            return left > 1, left == 1, last
+            # (the sign and the bits above bit 0, not a comparator's subtraction)
+            pos = ~left[-1]
+            return pos & (left[1:-1] != 0), pos & (left[1:-1] == 0) & left[0], last
 
         def chunk_bytes(e, chunk):
             """MR-TXS-437: the bytes of ``chunk`` of entry ``e``'s message by the chunk's place
@@ -1091,7 +1102,8 @@ class TxSchedRows(wiring.Component):
         mtu_log2 = prm["mtu"].bit_length() - 1
         W = prm["chunk_window"]
         return data.StructLayout({
-            "resend": 1, "drop": 1, "go": 1, "before": 1, "n_s": max(1, (S - 1).bit_length()),
+            "resend": 1, "drop": 1, "go": 1, "before": 1, "at": 1,
+            "last_bytes": mtu_log2 + 1, "n_s": max(1, (S - 1).bit_length()),
             "g_slot": 3, "g_chunk": records.CHUNK_BITS, "nb": mtu_log2 + 1, "last": 1,
             "g_p": max(1, (Pn - 1).bit_length()), "req_p": Pn,
             "unsent_new": rl.conn["unsent"].shape, "f_any": 1,
@@ -1173,11 +1185,15 @@ class TxSchedRows(wiring.Component):
         m.d.comb += [before_sel.eq(sel_s[0]), at_sel.eq(sel_s[1])]
 
         def nb_gt(x):
-            """the chosen bytes > ``x`` (signed), by the chunk's place: ``x`` below 0, or below
-            2^w (w: the bytes' width) and the bytes above its low w bits"""
+            """the chosen bytes > ``x`` (signed): ``x`` below 0, or below 2^w (w: the bytes'
+            width) and the bytes above its low w bits, that compare formed for each candidate
+            (the resend head's chunk, each stream's next) by its chunk's place and selected as
+            the bytes are"""
             w = mtu_log2 + 1
-            return (x < 0) | (((x >> w) == 0)
-                              & Mux(before_sel, mtu > x[:w], Mux(at_sel, last_sel > x[:w], 0)))
+            lo = x[:w]
+            g = [Mux(b_, mtu > lo, Mux(a_, l_ > lo, 0)) for b_, a_, l_ in pl]
+            sel = Mux(resend, g[0], Cat(*g[1:]).bit_select(n_s, 1) if S > 1 else g[1])
+            return (x < 0) | (((x >> w) == 0) & sel)
         # MR-TXS-311: inflight + bytes > window as bytes > window - inflight
         conn_room = Signal(signed(records.BYTES_BITS + 2))
         m.d.comb += conn_room.eq(prm["conn_window"] - cr.inflight)
@@ -1223,7 +1239,7 @@ class TxSchedRows(wiring.Component):
                      pv.g_slot.eq(g_slot),
                      pv.g_chunk.eq(Mux(resend, rh.chunk, ge.next_chunk)[:records.CHUNK_BITS]),
                      pv.nb.eq(nb_sched), pv.last.eq(ge.next_chunk + 1 == ge.nchunks),
-                     pv.before.eq(before_sel),
+                     pv.before.eq(before_sel), pv.at.eq(at_sel), pv.last_bytes.eq(last_sel),
                      pv.g_p.eq(g_p[:max(1, pb)]), pv.req_p.eq(req_p),
                      pv.unsent_new.eq(unsent_new), pv.f_any.eq(f_any), pv.f_slot.eq(f_slot),
                      pv.f_bit.eq(f_bit), pv.f_chunk.eq(f_chunk)]
@@ -1301,8 +1317,14 @@ class TxSchedRows(wiring.Component):
         m.d.comb += rem.eq(re.nchunks - re.ack_base)
         # the base moved over the trailing ones reaches nchunks: rem <= 0, or the window's
         # first rem bits all set (rem <= W)
-        covered = Cat(bits[j] | (rem <= j) for j in range(W)).all()
-        ack_fill = (rem <= 0) | ((rem <= W) & covered)
+        # (rem <= j as its sign, or its bits above log2(W) + 1 clear and the low ones at most j)
+        lb = (2 * W - 1).bit_length()
+        r_neg, r_small = rem[-1], rem[lb:-1] == 0
+
+        def rem_le(j):
+            return r_neg | (r_small & (rem[:lb] <= j))
+        covered = Cat(bits[j] | rem_le(j) for j in range(W)).all()
+        ack_fill = rem_le(0) | (rem_le(W) & covered)
         rep_done = Signal(name="cpl_rep_done")
         m.d.comb += rep_done.eq(Mux(re.status != 0, re.out <= 1,
                                     Mux(new_ack, ack_fill, re.ack_base >= re.nchunks)))

@@ -798,6 +798,41 @@ def test_rows_rtl_queue_terms_wrong_forms_fail(old, new, kw):
             rows_lockstep(dict(SMALL), kw[0], kw[1], hdl=hdl, **kw[2])
 
 
+@pytest.mark.parametrize("old,new,kw", [
+    # MR-TXS-452: the level with a push and a pop together counted as a push
+    ("level.eq(Mux(self.push == self.pop, level,", "level.eq(Mux(~self.push & ~self.pop, level,",
+     (30, 1, {})),
+    # MR-TXS-454: a probe's LAST by the schedule op's place
+    pytest.param("Mux(~Mux(is_probe, p_before, sp.before)", "Mux(~Mux(is_probe, sp.before, sp.before)",
+                 "probe", marks=pytest.mark.slow),
+    # MR-TXS-453: the report's flight less an MTU for the last chunk
+    pytest.param("Mux(r_at, _sub0(x, r_last), x)", "Mux(r_at, _sub0(x, mtu), x)", (30, 1, {}),
+                 marks=pytest.mark.slow),
+    # MR-TXS-453: a resend's window tests with the first stream's compare
+    pytest.param("sel = Mux(resend, g[0],", "sel = Mux(resend, g[1],", "window",
+                 marks=pytest.mark.slow),
+    # MR-TXS-451: stream 0's head's unsent chunks whatever stream completes
+    pytest.param("mid.conn.unsent.eq(cpl_u[s])", "mid.conn.unsent.eq(cpl_u[0])", (60, 3, {"p_bp": 0.8}),
+                 marks=pytest.mark.slow),
+    # MR-TXS-450: a READ response's status not cleared (the request before it's kept)
+    pytest.param("b_wr.err.eq(r.err), w_status.eq(0)]", "b_wr.err.eq(r.err)]", "rsp",
+                 marks=pytest.mark.slow)])
+def test_rows_rtl_parallel_wrong_forms_fail(old, new, kw):
+    """MR-TXS-455 (negative controls): each wrong form of rows43's parallel forms (MR-TXS-450..454)
+    mismatches the row model."""
+    from metaroce.tb.lockstep import Mismatch, wrong_form
+    hdl = wrong_form("tx_sched_rows", old, new)
+    with pytest.raises(Mismatch):
+        if kw == "probe":
+            rows_lockstep(dict(SMALL), 16, 0, hdl=hdl, **PROBE_KW)
+        elif kw == "window":
+            rows_lockstep(dict(SMALL, paths=2, cwnd=4000), 30, 1, hdl=hdl, loss=0.3)
+        elif kw == "rsp":
+            rows_lockstep(dict(SMALL), 30, 1, hdl=hdl, rsps=4, p_fail=0.03)
+        else:
+            rows_lockstep(dict(SMALL), kw[0], kw[1], hdl=hdl, **kw[2])
+
+
 # ------------------------------------------------------------------ restores (rowf33)
 
 class RowsRestoreDriver(tc.Driver):
