@@ -476,7 +476,8 @@ def test_rows_rtl_lockstep(prm, n, seed, kw):
     driver (idle cycles, random backpressure, 10 % loss, reports, timeouts' verdicts, window
     writes; 2 x 4 and 4 x 8): 0 mismatches, and the register scheduler's checker passes
     (MR-TXS-314: with rdep33's terms of MR-TXS-310..313; MR-TXS-436/438/439: with lvl42's
-    queue terms, chunk bytes and schedule op's bytes)."""
+    queue terms, chunk bytes and schedule op's bytes; MR-TXS-455: with rows43's parallel
+    forms)."""
     core, drv, model, items, _ = rows_lockstep(prm, n, seed, **kw)
     assert core.mismatches == 0
     tc.check(TxSchedModel(**prm), items, drv.res)
@@ -818,8 +819,8 @@ def test_rows_rtl_queue_terms_wrong_forms_fail(old, new, kw):
     pytest.param("b_wr.err.eq(r.err), w_status.eq(0)]", "b_wr.err.eq(r.err)]", "rsp",
                  marks=pytest.mark.slow)])
 def test_rows_rtl_parallel_wrong_forms_fail(old, new, kw):
-    """MR-TXS-455 (negative controls): each wrong form of rows43's parallel forms (MR-TXS-450..454)
-    mismatches the row model."""
+    """MR-TXS-455 (negative controls): each wrong form of rows43's parallel forms (MR-TXS-450,
+    MR-TXS-451, MR-TXS-452, MR-TXS-453, MR-TXS-454) mismatches the row model."""
     from metaroce.tb.lockstep import Mismatch, wrong_form
     hdl = wrong_form("tx_sched_rows", old, new)
     with pytest.raises(Mismatch):

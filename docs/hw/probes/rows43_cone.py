@@ -1,6 +1,6 @@
-"""rows43 (issue 12; not part of the design): the LUT levels of S1's schedule terms alone
-(``TxSchedRows._sched_pre``, MR-TXS-451) between registers: a row register, the terms, their
-register, through ``metaroce synth``'s levels flow (``abc -lut 6``), so the cone's own depth
+"""rows43 (issue 12; not part of the design): the LUT levels of the schedule op's terms alone
+(``TxSchedRows._sched_terms``, formed in S2 from the row) between registers: a row register,
+the terms, their register, through ``metaroce synth``'s levels flow (``abc -lut 6``), so the cone's own depth
 is seen without the rest of the scheduler (abc's area recovery stretches every path of a
 netlist to its deepest). Run from the repository root:
 
@@ -28,12 +28,12 @@ TOP = "rows_cone"
 class Cone(wiring.Component):
     def __init__(self, d):
         self.d = d
-        super().__init__({"row": In(d.rl.row.size), "pre": Out(d._pre_layout().size)})
+        super().__init__({"row": In(d.rl.row.size), "pre": Out(d._sched_layout().size)})
 
     def elaborate(self, platform):
         m = Module()
         row = Signal(self.d.rl.row.size)
-        m.d.sync += [row.eq(self.row), self.pre.eq(self.d._sched_pre(m, row))]
+        m.d.sync += [row.eq(self.row), self.pre.eq(self.d._sched_terms(m, row))]
         return m
 
 
@@ -55,7 +55,7 @@ def main(argv):
     if proc.returncode != 0:
         sys.exit(proc.stderr[-2000:])
     rep = S.analyse_levels(json.loads((work / "levels.json").read_text()), TOP)
-    print(json.dumps({"inst": args.inst, "tag": tag, "cone": "s1_pre", "reg_to_reg": rep.reg_to_reg,
+    print(json.dumps({"inst": args.inst, "tag": tag, "cone": "sched_terms", "reg_to_reg": rep.reg_to_reg,
                       "luts": rep.luts}))
 
 

@@ -1,13 +1,13 @@
 """rows43 (issue 12; not part of the design): the row scheduler's LUT levels into each field of
-S1's registered schedule terms (``pipe.s2_pre``, MR-TXS-451) and of the row written back
-(``pipe.wb_row``), with the named nets on each field's deepest path, read from a netlist that
+the row written back (``pipe.wb_row``), with the named nets on each field's deepest path, read from a netlist that
 ``lvl42_rows_depth.py`` kept (no Yosys run). Run from the repository root after
 ``lvl42_rows_depth.py [--hdl FILE] CONNSxPATHS``:
 
     .venv/bin/python docs/hw/probes/rows43_fields.py [--hdl FILE] [--min N] [--sink PREFIX] CONNSxPATHS [--width W]
 
-(TAG as ``lvl42_rows_depth.py``'s: ``cur`` or FILE's name; default sinks ``pipe.s2_pre`` and
-``pipe.wb_row``, MIN 12)."""
+(TAG as ``lvl42_rows_depth.py``'s: ``cur`` or FILE's name; default sink ``pipe.wb_row``, MIN
+12). The mapped netlist's levels are stretched by abc's area recovery (every path up to the
+deepest); ``rows43_gates.py`` shows the structure before mapping."""
 import argparse
 import json
 import sys
@@ -37,8 +37,6 @@ def main(argv):
     mod = json.loads((work / "levels.json").read_text())["modules"][TOP]
     d = dut(cls, c, p, args.width, False)
     fields = {"pipe.wb_row": field_names(d.rl.row)}
-    if hasattr(d, "_pre_layout"):
-        fields["pipe.s2_pre"] = field_names(d._pre_layout())
     names = S._bit_names(mod)
     nodes, sinks = sink_graph(mod)
     driver, depth, parent = node_depths(nodes)
