@@ -3,6 +3,8 @@ generic over the operation and its check block (MR-TXS-237); the scheduler on it
 ``TxSchedRows`` (section 16g, MR-TXS-250..255: S2's operations, the descriptor memory, the
 arbiter, the boundary registers, the connection queues and the output queues). Models:
 models/tx_sched_rows.py ``RowPipe``, ``RowPipeLaneModel``, ``TxSchedRowsModel``."""
+from types import SimpleNamespace
+
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -186,11 +188,17 @@ class ConnFifo(wiring.Component):
         rd = mem.read_port(transparent_for=(wr,))
         rp, wp = Signal(ab), Signal(ab)
         level = Signal(range(n + 1))
+        # MR-TXS-452: the pointers' and the level's next values selected by push and pop
+        # among the registers' +1/-1 (formed from registers alone), not added after them
+        rp1, wp1 = Signal.like(rp), Signal.like(wp)
+        lv_up, lv_dn = Signal.like(level), Signal.like(level)
+        m.d.comb += [rp1.eq(rp + 1), wp1.eq(wp + 1), lv_up.eq(level + 1), lv_dn.eq(level - 1)]
         m.d.comb += [wr.addr.eq(wp), wr.data.eq(self.push_conn), wr.en.eq(self.push),
-                     rd.addr.eq(rp + self.pop), self.head.eq(rd.data),
+                     rd.addr.eq(Mux(self.pop, rp1, rp)), self.head.eq(rd.data),
                      self.nonempty.eq(level != 0)]
-        m.d.sync += [rp.eq(rp + self.pop), wp.eq(wp + self.push),
-                     level.eq(level + self.push - self.pop)]
+        m.d.sync += [rp.eq(Mux(self.pop, rp1, rp)), wp.eq(Mux(self.push, wp1, wp)),
+                     level.eq(Mux(self.push == self.pop, level,
+                                  Mux(self.push, lv_up, lv_dn)))]
         return m
 
 
@@ -306,17 +314,24 @@ class TxSchedRows(wiring.Component):
             now_r = Signal(P.TIME_BITS)
             m.d.sync += now_r.eq(self.now)
 
-        # -- the work request's status (MR-TXS-011), on the register
-        def wr_status(w):
+        # -- the work request's status (MR-TXS-011)
+        def wr_status(w, rsp=None):
             big = w.length > (1 << (mtu_log2 + records.CHUNK_BITS))       # > 2^20 chunks
             is_atom = (w.op == OP_CMP_SWAP) | (w.op == OP_FETCH_ADD)
             qp = (w.op == OP_READ_RESP) | ((w.stream >> sb) != 0 if S > 1 else w.stream != 0)
             st = Mux(qp, STATUS_LOC_QP_OP_ERR,
                      Mux(is_atom, Mux(w.length != ATOMIC_LEN, STATUS_LOC_LEN_ERR, 0),
                          Mux(big, STATUS_LOC_LEN_ERR, 0)))
-            return Mux(w.rsp, 0, st)
+            return st if rsp is None else Mux(rsp, 0, st)
+        # MR-TXS-450: the status formed as the boundary register is loaded (a READ response's
+        # 0), kept beside it; the chunk count (MR-TXS-010) registered from it every cycle (the
+        # op's S2 is at least two cycles after the load, and the register is held until then)
         w_status = Signal(5)
-        m.d.comb += w_status.eq(wr_status(b_wr))
+        wr_ml = Mux(b_wr.op == OP_READ, 0, Mux(b_wr.op == OP_CMP_SWAP, 16,
+                                               Mux(b_wr.op == OP_FETCH_ADD, 8, b_wr.length)))
+        wr_n_ = Mux(wr_ml == 0, 1, ((wr_ml - 1) >> mtu_log2) + 1)
+        w_n = Signal(len(wr_n_), name="w_nchunks")
+        m.d.sync += w_n.eq(wr_n_)
 
         # -- the output queues (MR-TXS-031/216)
         m.submodules.frame_q = frame_q = fifo.SyncFIFO(width=lay.frame.size, depth=OUT_DEPTH)
@@ -355,7 +370,7 @@ class TxSchedRows(wiring.Component):
                        "rt_hold": Signal(name="pace_rt_hold")})
 
         def apply(mm, row_in, arg_bits):
-            new = self._s2(mm, s2, row_in, arg_bits, arg_lay, b_wr, w_status, b_lost, d_rd,
+            new = self._s2(mm, s2, row_in, arg_bits, arg_lay, b_wr, w_status, w_n, b_lost, d_rd,
                            wbd, wbd_v, wbd_conn, wbd_slot, pipe)
             return new
 
@@ -528,7 +543,7 @@ class TxSchedRows(wiring.Component):
             m.d.comb += [getattr(p_wr, k).eq(getattr(wp, k)) for k, _ in lay.wr]
             p_rd = Signal()
             m.d.comb += p_rd.eq(((wp.op == OP_READ) | (wp.op == OP_CMP_SWAP)
-                                 | (wp.op == OP_FETCH_ADD)) & (wr_status(p_wr) == 0))
+                                 | (wp.op == OP_FETCH_ADD)) & (wr_status(p_wr, p_wr.rsp) == 0))
             rd = self.m_rd
             m.d.comb += [rd.valid.eq(self.s_wr.valid & ~b_wr_v & ~rsp_v & p_rd & rd_fresh),
                          rd.payload.conn.eq(wp.conn), rd.payload.stream.eq(wp.stream),
@@ -563,11 +578,11 @@ class TxSchedRows(wiring.Component):
                          b_wr.laddr.eq(r.laddr), b_wr.va.eq(0), b_wr.rkey.eq(0),
                          b_wr.length.eq(Mux(r.err, 0, r.length)), b_wr.imm.eq(0),
                          b_wr.swap.eq(0), b_wr.compare.eq(0), b_wr.rsp.eq(1), b_wr.msg.eq(r.msg),
-                         b_wr.err.eq(r.err)]
+                         b_wr.err.eq(r.err), w_status.eq(0)]
         with m.Elif(self.s_wr.ready & self.s_wr.valid):
             w = self.s_wr.payload
             m.d.sync += [b_wr_v.eq(1), wr_blocked.eq(0), b_wr.rsp.eq(0), b_wr.msg.eq(0),
-                         b_wr.err.eq(0)]
+                         b_wr.err.eq(0), w_status.eq(wr_status(w))]
             m.d.sync += [getattr(b_wr, k).eq(getattr(w, k)) for k, _ in lay.wr]
         # the lost report
         with m.If(s2_ok & (s2_kind == K_LOST)):
@@ -593,7 +608,7 @@ class TxSchedRows(wiring.Component):
         return m
 
     # ------------------------------------------------------------------ S2 (MR-TXS-207/208/253)
-    def _s2(self, m, out, row_in, arg_bits, arg_lay, b_wr, w_status, b_lost, d_rd, wbd, wbd_v,
+    def _s2(self, m, out, row_in, arg_bits, arg_lay, b_wr, w_status, w_n, b_lost, d_rd, wbd, wbd_v,
             wbd_conn, wbd_slot, pipe):
         """One operation on the row ``row_in`` (the semantics of TxSchedModel's events on one
         connection, MR-TXS-207; the row model's ``_apply``). Returns the row written back; its
@@ -617,40 +632,9 @@ class TxSchedRows(wiring.Component):
         for k, s_ in enumerate(is_k):
             m.d.comb += s_.eq(kind == k)
 
-        def count(st):
-            return (st.tail - st.done)[:db + 1]
-
-        def live(s, i):
-            st = r.streams[s]
-            return ((i - st.done)[:db]) < count(st)
-
-        live_k = Signal(SD)
-        for s in range(S):
-            for i in range(D):
-                m.d.comb += live_k[s * D + i].eq(live(s, i))
-
-        def msg_len(e):
-            """MR-TXS-062/097: a READ's 0, an atomic's operands, else the length."""
-            return Mux(e.op == OP_READ, 0, Mux(e.op == OP_CMP_SWAP, 16,
-                                               Mux(e.op == OP_FETCH_ADD, 8, e.length)))
-
-        def chunk_bytes(e, chunk):
-            """MR-TXS-437: the bytes of ``chunk`` of entry ``e``'s message by the chunk's place
-            against the entry's chunk count: an MTU before the last chunk, the message's rest
-            (its length's low bits, an MTU when they are 0; 0 for a message of 0 bytes) at the
-            last, 0 after; not ``length - chunk x mtu`` clamped."""
-            ml = msg_len(e)
-            low = ml[:mtu_log2]
-            last = Mux(ml == 0, 0, Mux(low == 0, mtu, low))
-            n1 = Signal.like(e.nchunks, name="cb_last_chunk")
-            m.d.comb += n1.eq(e.nchunks - 1)
-            return Mux(chunk < n1, mtu, Mux(chunk == n1, last, 0))
-
-        def acked_bit(e, chunk):
-            """protocol.chunk_acked: below the base, or its bit set."""
-            d = (chunk - e.ack_base)[:wb_ + 1]
-            return (chunk < e.ack_base) | (
-                (chunk - e.ack_base < W) & e.ack_bits.bit_select(d[:wb_] if wb_ else 0, 1))
+        F = self._row_fns(m, r)
+        count, live_k, msg_len, chunk_place = F.count, F.live_k, F.msg_len, F.chunk_place
+        acked_bit, entry_at, path_at = F.acked_bit, F.entry_at, F.path_at
 
         def completes(rv, s):
             st = rv.streams[s]
@@ -660,20 +644,12 @@ class TxSchedRows(wiring.Component):
             return (count(st) != 0) & (((e.status != 0) & (e.out == 0))
                                        | ((e.status == 0) & (e.ack_base >= e.nchunks)))
 
-        def entry_at(slot):
-            return data.View(rl.entry, r.entries.as_value().word_select(slot[:db + sb],
-                                                                         rl.entry.size))
-
-        def path_at(p):
-            return data.View(rl.path, r.paths.as_value().word_select(p[:pb], rl.path.size))
-
         def desc_at(slot):
             """MR-TXS-205: the slot's record, the descriptor write of the op just ahead
             forwarded (MR-TXS-221)."""
             rec = d_rd.data.word_select(slot[:db + sb], rl.desc.size)
             hit = wbd_v & (wbd_conn == conn) & (wbd_slot == slot)
             return data.View(rl.desc, Mux(hit, wbd.as_value(), rec))
-
         mid = Signal(rl.row)
         m.d.comb += mid.eq(r)
         frame, sent = Signal(lay.frame), Signal(lay.sent)
@@ -688,9 +664,6 @@ class TxSchedRows(wiring.Component):
         m.d.comb += ws.eq(Mux(w.rsp, S - 1, w.stream[:sb]))
         st_w = data.View(rl.stream, r.streams.as_value().word_select(ws, rl.stream.size)
                          if S > 1 else r.streams[0].as_value())
-        w_ml = Mux(w.op == OP_READ, 0, Mux(w.op == OP_CMP_SWAP, 16,
-                                           Mux(w.op == OP_FETCH_ADD, 8, w.length)))
-        w_n = Mux(w_ml == 0, 1, ((w_ml - 1) >> mtu_log2) + 1)
         w_idx = st_w.tail[:db]
         w_slot = Cat(w_idx, ws)[:3] if sb else w_idx
         is_send = ((w.op == OP_SEND) | (w.op == OP_SEND_IMM)) & ~w.rsp
@@ -744,8 +717,12 @@ class TxSchedRows(wiring.Component):
         restore = Signal()
         m.d.comb += restore.eq(is_k[K_ACKED] & p_ok & (rps.state != PATH_ACTIVE))
         kept = Signal()             # MR-TXS-316: the verdict taken as a reroute
-        r_nb = Signal(mtu_log2 + 1)
-        m.d.comb += r_nb.eq(chunk_bytes(re, rp_chunk))
+        # MR-TXS-453: the flight less the chunk's bytes (MR-TXS-437), for an MTU and the last
+        # bytes in parallel with the chunk's place, selected by it
+        r_before, r_at, r_last = chunk_place(re, rp_chunk)
+
+        def less_nb(x):
+            return Mux(r_before, _sub0(x, mtu), Mux(r_at, _sub0(x, r_last), x))
         is_rep = is_k[K_ACKED] | is_k[K_LOST]
         # a lost report's chunk queued in the resend FIFO (MR-TXS-021/257; 0 unless so)
         lost_queued = Signal(name="lost_queued")
@@ -763,10 +740,10 @@ class TxSchedRows(wiring.Component):
                     with m.If(is_k[K_ACKED]):
                         m.d.comb += [np_.state.eq(PATH_ACTIVE), np_.col.eq(0)]   # MR-TXS-116
                     with m.If(r_hit):
-                        m.d.comb += [np_.inflight.eq(_sub0(rps.inflight, r_nb)),
+                        m.d.comb += [np_.inflight.eq(less_nb(rps.inflight)),
                                      np_.pkts.eq(_sub0(rps.pkts, 1))]
             with m.If(r_hit):
-                m.d.comb += mid.conn.inflight.eq(_sub0(r.conn.inflight, r_nb))
+                m.d.comb += mid.conn.inflight.eq(less_nb(r.conn.inflight))
                 # protocol.chunk_ack: the chunk's bit, then the base over the trailing ones
                 new_ack = new_ack_t
                 z_any, z_idx = _lowest_zero(bits)
@@ -808,6 +785,15 @@ class TxSchedRows(wiring.Component):
         c_slot = Cat(c_st.done[:db], c_s)[:3] if sb else c_st.done[:db]
         ce = entry_at(c_slot)
         cd = desc_at(c_slot)
+        # MR-TXS-451: `unsent` less each stream's head's unsent chunks (MR-TXS-027), formed per
+        # stream from the row and selected by the completed stream, not after its choice
+        cpl_u = []
+        for s in range(S):
+            st = r.streams[s]
+            e = entry_at(Cat(st.done[:db], Const(s, sb)) if sb else st.done[:db])
+            u = Signal.like(r.conn.unsent, name=f"cpl_unsent{s}")
+            m.d.comb += u.eq(r.conn.unsent - (e.nchunks - e.next_chunk))
+            cpl_u.append(u)
         with m.If(is_k[K_COMPLETE] & c_any):
             for s in range(S):
                 with m.If(c_s == s):
@@ -815,8 +801,10 @@ class TxSchedRows(wiring.Component):
                     m.d.comb += nst.done.eq(c_st.done + 1)
                     with m.If(c_st.send == c_st.done):
                         m.d.comb += nst.send.eq(c_st.send + 1)
-            with m.If(c_st.send == c_st.done):
-                m.d.comb += mid.conn.unsent.eq(r.conn.unsent - (ce.nchunks - ce.next_chunk))
+            for s in range(S):
+                st = r.streams[s]
+                with m.If((c_s == s) & (st.send == st.done)):
+                    m.d.comb += mid.conn.unsent.eq(cpl_u[s])
             m.d.comb += [cqe_v.eq(1), cqe_rsp.eq(ce.rsp), cqe.conn.eq(conn),
                          cqe.stream.eq(Mux(ce.rsp, cd.wr_id, c_s)), cqe.wr_id.eq(cd.wr_id),
                          cqe.status.eq(ce.status), cqe.op.eq(ce.op),
@@ -855,40 +843,22 @@ class TxSchedRows(wiring.Component):
                 with m.Elif(f.er_v):
                     m.d.comb += mid.entries[k].status.eq(f.er.status)
 
-        # ---- a schedule op (MR-TXS-023..026): the connection's action, carried out
+        # ---- a schedule op (MR-TXS-023..026): the connection's action (its decision's terms
+        # from the row, _sched_terms), carried out
         cr = r.conn
-        rh = data.View(rl.retx, r.retx.as_value().word_select(cr.rhead, rl.retx.size))
-        he = entry_at(rh.slot)
-        h_live = live_k.bit_select(rh.slot[:db + sb], 1) & (
-            (rh.slot >> (db + sb)) == 0 if db + sb < 3 else Const(1, 1))
-        resend = Signal()
-        drop = Signal()
-        m.d.comb += [resend.eq(cr.rcount != 0),
-                     drop.eq(resend & (~h_live | (rh.chunk >= he.next_chunk)
-                                       | acked_bit(he, rh.chunk) | (he.status != 0)))]
-        # the first stream from srr with a new chunk in its chunk window (MR-ENG-012)
-        s_can = []
-        for s in range(S):
-            st = r.streams[s]
-            e = data.View(rl.entry, r.entries.as_value().word_select(
-                Cat(st.send[:db], Const(s, sb)) if sb else st.send[:db], rl.entry.size))
-            s_can.append((st.send != st.tail) & (e.status == 0)
-                         & (e.next_chunk < e.ack_base + W))
-        n_any, n_s = _first_from(s_can, cr.srr, S)
+        sp = data.View(self._sched_layout(), self._sched_terms(m, row_in))
+        resend, drop = sp.resend, sp.drop
+        n_s = sp.n_s if sb else Const(0, 1)
         n_st = data.View(rl.stream, r.streams.as_value().word_select(n_s, rl.stream.size)
                          if S > 1 else r.streams[0].as_value())
-        n_slot = Cat(n_st.send[:db], n_s)[:3] if sb else n_st.send[:db]
-        cand = Signal()
         g_slot = Signal(3)
         # MR-TXS-275: a tail probe's packet is its path's newest (tail_slot, tail_chunk): the
         # schedule op's slot, entry, descriptor and frame assembly serve it
         is_probe = is_k[K_PROBE]
         tps = path_at(a.path)
-        m.d.comb += [cand.eq(resend | n_any),
-                     g_slot.eq(Mux(is_probe, tps.tail_slot, Mux(resend, rh.slot, n_slot)))]
+        m.d.comb += g_slot.eq(Mux(is_probe, tps.tail_slot, sp.g_slot))
         ge = entry_at(g_slot)
-        g_chunk = Mux(is_probe, tps.tail_chunk,
-                      Mux(resend, rh.chunk, ge.next_chunk))[:records.CHUNK_BITS]
+        g_chunk = Mux(is_probe, tps.tail_chunk, sp.g_chunk)[:records.CHUNK_BITS]
         # MR-TXS-270/271: the probe's drops (MR-TXS-082): the path beyond the instance, not its
         # newest PSN, nothing in flight, no newest packet of a live message, the message failed
         t_live = live_k.bit_select(tps.tail_slot[:db + sb], 1) & (
@@ -898,46 +868,25 @@ class TxSchedRows(wiring.Component):
                                  & (ge.lap == tps.tail_lap) & (ge.status == 0)
                                  & ((a.psn + 1)[:24] == tps.next_psn) & (tps.pkts != 0))
         g_ml = msg_len(ge)
-        # MR-TXS-310: the chunk's bytes formed per candidate (the probe's, the resend's, each
-        # stream's next chunk) in parallel with the choice and selected after it, not computed
-        # on the chosen slot's entry after the stream choice (rdep33: the choice -> entry ->
-        # chunk_bytes -> window ripple)
-        nb_probe = chunk_bytes(entry_at(tps.tail_slot),
-                               tps.tail_chunk[:records.CHUNK_BITS])
-        nb_resend = chunk_bytes(entry_at(rh.slot), rh.chunk[:records.CHUNK_BITS])
-        nb_stream = Signal(S * (mtu_log2 + 1))
-        for s in range(S):
-            st = r.streams[s]
-            se = entry_at(Cat(st.send[:db], Const(s, sb)) if sb else st.send[:db])
-            m.d.comb += nb_stream[s * (mtu_log2 + 1):(s + 1) * (mtu_log2 + 1)].eq(
-                chunk_bytes(se, se.next_chunk[:records.CHUNK_BITS]))
-        # MR-TXS-439: a schedule op's bytes (never the probe's arm: the packet, its window
-        # tests and its path updates are a schedule op's only); the frame's, a probe's too
-        nb_sched = Signal(mtu_log2 + 1)
-        m.d.comb += nb_sched.eq(Mux(resend, nb_resend, nb_stream.word_select(n_s, mtu_log2 + 1)
-                                    if S > 1 else nb_stream))
+        # MR-TXS-310: the probe's bytes; MR-TXS-439: a schedule op's for its window tests and
+        # path updates, the frame's a probe's too
+        p_before, p_at, p_last = chunk_place(entry_at(tps.tail_slot),
+                                             tps.tail_chunk[:records.CHUNK_BITS])
+        nb_probe = Mux(p_before, mtu, Mux(p_at, p_last, 0))
+        nb_sched = sp.nb
+
+        def plus_nb(x):
+            """MR-TXS-453: ``x`` plus the schedule op's bytes, formed for an MTU and its last
+            bytes in parallel with the chunk's place and selected by it"""
+            return Mux(sp.before, x + mtu, Mux(sp.at, x + sp.last_bytes, x))
         g_nb = Signal(mtu_log2 + 1)
         m.d.comb += g_nb.eq(Mux(is_probe, nb_probe, nb_sched))
-        # MR-TXS-311: inflight + g_nb > window as g_nb > window - inflight (the room formed
-        # from the row alone, one comparator after g_nb)
-        conn_room = Signal(signed(records.BYTES_BITS + 2))
-        m.d.comb += conn_room.eq(prm["conn_window"] - cr.inflight)
-        conn_block = (cr.inflight != 0) & (nb_sched > conn_room)
-        p_can = []
-        for p in range(Pn):
-            ps = r.paths[p]
-            win = Mux(ps.col, mtu, ps.cwnd)
-            p_can.append(Mux(ps.state == PATH_PROBING, (ps.pkts == 0) & ~resend,
-                             (ps.state == PATH_ACTIVE) & (ps.inflight < win)
-                             & (ps.pkts < prm["path_pkts"])))
-        p_any, g_p = _first_from(p_can, cr.rr, Pn)
-        g_p = g_p[:pb]
+        g_p = sp.g_p[:pb]
         if not self.pacing:
-            # (the expressions as before pacing, so the block's netlist is the same)
-            m.d.comb += [pkt.eq(is_k[K_SCHED] & cand & ~drop & ~conn_block & p_any),
-                         act.eq(is_k[K_SCHED] & (drop | (cand & ~conn_block & p_any)))]
+            m.d.comb += [pkt.eq(is_k[K_SCHED] & ~drop & sp.go),
+                         act.eq(is_k[K_SCHED] & (drop | sp.go))]
         else:
-            go = cand & ~conn_block & p_any
+            go = sp.go
             # MR-TXS-339/160: a packet only when the connection is due at S2's now (not waiting
             # for a turn, not late: `armed` while now is before `seen`); a drop is not held
             lt_seen = Signal(name="pace_lt_seen")
@@ -951,20 +900,9 @@ class TxSchedRows(wiring.Component):
                          act.eq(sched_go & (drop | go))]
         gps = path_at(g_p)
         psn = gps.next_psn
-        unsent_new = Signal.like(cr.unsent)
-        rcount_new = Signal.like(cr.rcount)
-        m.d.comb += [unsent_new.eq(cr.unsent - ~resend), rcount_new.eq(cr.rcount - resend)]
-        # MR-TXS-312: each path's ACK request formed on its own (its room, window - mtu -
-        # inflight from the row alone, against g_nb), the chosen path's selected after the path
-        # choice: the choice and the bytes meet at one select, not in series
-        few = unsent_new + rcount_new < Pn
-        req_p = Signal(Pn)
-        for p in range(Pn):
-            ps = r.paths[p]
-            room_p = Signal(signed(records.BYTES_BITS + 3), name=f"req_room{p}")
-            m.d.comb += [room_p.eq(Mux(ps.col, mtu, ps.cwnd) - mtu - ps.inflight),
-                         req_p[p].eq((ps.since_req + 1 >= prm["ack_every"]) | (nb_sched > room_p)
-                                     | few | (ps.state == PATH_PROBING))]
+        unsent_new = sp.unsent_new
+        # MR-TXS-312: each path's ACK request, the chosen path's selected after the path choice
+        req_p = sp.req_p
         req = Signal()
         m.d.comb += req.eq(req_p.bit_select(g_p, 1) if Pn > 1 else req_p[0])
         with m.If((sched_go if self.pacing else is_k[K_SCHED]) & drop):
@@ -975,12 +913,12 @@ class TxSchedRows(wiring.Component):
                     # MR-TXS-313: path p's own fields and request, not the chosen path's select
                     np_, ps = mid.paths[p], r.paths[p]
                     m.d.comb += [np_.next_psn.eq(ps.next_psn + 1),
-                                 np_.inflight.eq(ps.inflight + nb_sched),
+                                 np_.inflight.eq(plus_nb(ps.inflight)),
                                  np_.pkts.eq(ps.pkts + 1),
                                  np_.since_req.eq(Mux(req_p[p], 0, ps.since_req + 1)),
                                  np_.tail_ok.eq(1), np_.tail_slot.eq(g_slot),
                                  np_.tail_chunk.eq(g_chunk), np_.tail_lap.eq(ge.lap)]
-            m.d.comb += [mid.conn.inflight.eq(cr.inflight + nb_sched),
+            m.d.comb += [mid.conn.inflight.eq(plus_nb(cr.inflight)),
                          mid.conn.rr.eq(g_p + 1)]
             for k in range(SD):
                 with m.If(g_slot == k):
@@ -992,29 +930,23 @@ class TxSchedRows(wiring.Component):
                 m.d.comb += popped.eq(1)
             with m.Else():
                 m.d.comb += [mid.conn.unsent.eq(unsent_new), mid.conn.srr.eq(n_s + 1)]
-                with m.If(ge.next_chunk + 1 == ge.nchunks):
+                with m.If(sp.last):
                     for s in range(S):
                         with m.If(n_s == s):
                             m.d.comb += mid.streams[s].send.eq(n_st.send + 1)
         # MR-TXS-258: the refill: a schedule op that pops its FIFO's head moves one kept chunk
-        # to the tail (the lowest live entry not failed with a bit, its lowest bit). The pick
-        # reads S2's row before the op: a schedule op changes no entry's bits, status, base or
-        # liveness, so it is the pick on the row after it (the model's)
-        f_ok = [Signal(name=f"fill_ok{k}") for k in range(SD)]
-        for k in range(SD):
-            e = r.entries[k]
-            m.d.comb += f_ok[k].eq(live_k[k] & (e.status == 0) & (e.lnq != 0))
-        f_any, f_slot = _first_bit(f_ok)
+        # to the tail (the pick: the lowest live entry not failed with a bit, its lowest bit).
+        # The pick reads the row before the op: a schedule op changes no entry's bits, status,
+        # base or liveness, so it is the pick on the row after it (the model's)
+        f_any, f_slot, f_bit, f_chunk = sp.f_any, sp.f_slot, sp.f_bit, sp.f_chunk
         fe = data.View(rl.entry, r.entries.as_value().word_select(f_slot, rl.entry.size))
-        fz_any, f_bit = _lowest_zero(~fe.lnq)
-        f_bit = f_bit if wb_ else Const(0, 1)
-        # the chunk: ack_base + ((bit - ack_base) mod W): the bit over the base's high part, one
-        # window more when the bit is below the base's low bits
-        f_chunk = Signal(records.CHUNK_BITS)
-        m.d.comb += f_chunk.eq(Cat(f_bit[:wb_], fe.ack_base[wb_:])
-                               + Mux(f_bit[:wb_] < fe.ack_base[:wb_], W, 0))
         fill = Signal()
         m.d.comb += fill.eq(popped & f_any)
+        # the entry's bits less the refilled one (its one-hot by compares, not a shift that
+        # opt_share would merge with the report's, putting the fill's select before a decoder)
+        fill_lnq = Signal(W, name="fill_lnq")
+        m.d.comb += fill_lnq.eq(fe.lnq & ~Cat(*((f_bit[:wb_] if wb_ else 0) == j
+                                              for j in range(W))))
         with m.If(popped):
             m.d.comb += [mid.conn.rhead.eq(cr.rhead + 1), mid.conn.rcount.eq(cr.rcount - 1)]
         with m.If(fill):
@@ -1025,8 +957,7 @@ class TxSchedRows(wiring.Component):
                     m.d.comb += [mid.retx[k].slot.eq(f_slot), mid.retx[k].chunk.eq(f_chunk)]
             for k in range(SD):
                 with m.If(f_slot == k):
-                    m.d.comb += mid.entries[k].lnq.eq(
-                        fe.lnq & ~(Const(1, W) << (f_bit[:wb_] if wb_ else 0)))
+                    m.d.comb += mid.entries[k].lnq.eq(fill_lnq)
         # the frame request (MR-TXS-040) and the sent event
         gd = desc_at(g_slot)
         send_op = (ge.op == OP_SEND) | (ge.op == OP_SEND_IMM)
@@ -1035,7 +966,7 @@ class TxSchedRows(wiring.Component):
         off = Signal(32)
         m.d.comb += off.eq(g_chunk << mtu_log2)
         flags = (Mux(off == 0, int(MrdhFlag.FIRST), 0)
-                 | Mux(off + g_nb >= g_ml, int(MrdhFlag.LAST), 0)
+                 | Mux(~Mux(is_probe, p_before, sp.before), int(MrdhFlag.LAST), 0)
                  | Mux(resend | is_probe, int(MrdhFlag.RETX), 0)
                  | Mux(ge.err, int(MrdhFlag.ERROR), 0))
         o = ge.op
@@ -1061,7 +992,8 @@ class TxSchedRows(wiring.Component):
         # ---- the queues' bits (MR-TXS-213..215), on the row after the op
         new = Signal(rl.row)
         m.d.comb += new.eq(mid)
-        work = self._work_after(m, r, is_k, c_ok, resend, f_any, w_status, w_n, lost_queued)
+        work = self._work_after(m, r, is_k, c_ok, cpl_u, resend, f_any, w_status, w_n,
+                                lost_queued)
         push_active, push_done = Signal(), Signal()
         pace_res = {}
         if self.pacing:
@@ -1094,14 +1026,231 @@ class TxSchedRows(wiring.Component):
         m.d.comb += [out[k].eq(v) for k, v in res.items()]
         return final
 
-    def _work_after(self, m, r, is_k, c_ok, resend, f_any, w_status, w_n, lost_queued):
+    def _row_fns(self, m, r):
+        """A row's field functions (MR-TXS-207) for S2's operation on the row ``r`` and for the
+        schedule op's terms (:meth:`_sched_terms`): a stream's count, each entry's liveness
+        (``live_k``), a message's length, a chunk's bytes (MR-TXS-437), a chunk's
+        acknowledgement, the entry and the path at an index."""
+        prm, rl = self.prm, self.rl
+        S, Pn, D = self.streams, self.paths, self.depth
+        W, mtu = prm["chunk_window"], prm["mtu"]
+        mtu_log2 = mtu.bit_length() - 1
+        db, pb, sb = (D - 1).bit_length(), (Pn - 1).bit_length(), (S - 1).bit_length()
+        wb_ = (W - 1).bit_length()
+
+        def count(st):
+            return (st.tail - st.done)[:db + 1]
+
+        def live(s, i):
+            st = r.streams[s]
+            return ((i - st.done)[:db]) < count(st)
+
+        live_k = Signal(S * D)
+        for s in range(S):
+            for i in range(D):
+                m.d.comb += live_k[s * D + i].eq(live(s, i))
+
+        def msg_len(e):
+            """MR-TXS-062/097: a READ's 0, an atomic's operands, else the length."""
+            return Mux(e.op == OP_READ, 0, Mux(e.op == OP_CMP_SWAP, 16,
+                                               Mux(e.op == OP_FETCH_ADD, 8, e.length)))
+
+        def chunk_place(e, chunk):
+            """MR-TXS-437/453: ``(before, at, last)``: whether ``chunk`` of entry ``e``'s
+            message is before its last chunk, at it (from one difference, the chunk count less
+            the chunk: above 1, 1), and the last chunk's bytes (the message's rest: its
+            length's low bits, an MTU when they are 0; 0 for a message of 0 bytes)."""
+            ml = msg_len(e)
+            low = ml[:mtu_log2]
+            last = Signal(mtu_log2 + 1, name="cb_last")
+            m.d.comb += last.eq(Mux(ml == 0, 0, Mux(low == 0, mtu, low)))
+            left = Signal(signed(len(e.nchunks) + 2), name="cb_left")
+            m.d.comb += left.eq(Cat(e.nchunks, Const(0, 1)).as_signed()
+                                - Cat(chunk, Const(0, 1)).as_signed())
+            # (the sign and the bits above bit 0, not a comparator's subtraction)
+            pos = ~left[-1]
+            return pos & (left[1:-1] != 0), pos & (left[1:-1] == 0) & left[0], last
+
+        def chunk_bytes(e, chunk):
+            """MR-TXS-437: the bytes of ``chunk`` of entry ``e``'s message by the chunk's place
+            against the entry's chunk count: an MTU before the last chunk, the message's rest
+            at the last, 0 after; not ``length - chunk x mtu`` clamped."""
+            before, at, last = chunk_place(e, chunk)
+            return Mux(before, mtu, Mux(at, last, 0))
+
+        def acked_bit(e, chunk):
+            """protocol.chunk_acked: below the base, or its bit set."""
+            d = (chunk - e.ack_base)[:wb_ + 1]
+            return (chunk < e.ack_base) | (
+                (chunk - e.ack_base < W) & e.ack_bits.bit_select(d[:wb_] if wb_ else 0, 1))
+
+        def entry_at(slot):
+            return data.View(rl.entry, r.entries.as_value().word_select(slot[:db + sb],
+                                                                         rl.entry.size))
+
+        def path_at(p):
+            return data.View(rl.path, r.paths.as_value().word_select(p[:pb], rl.path.size))
+
+        return SimpleNamespace(count=count, live_k=live_k, msg_len=msg_len,
+                               chunk_place=chunk_place, chunk_bytes=chunk_bytes, acked_bit=acked_bit, entry_at=entry_at,
+                               path_at=path_at)
+
+    def _sched_layout(self):
+        """The schedule op's terms (:meth:`_sched_terms`) as one record."""
+        prm, rl = self.prm, self.rl
+        S, Pn, D = self.streams, self.paths, self.depth
+        mtu_log2 = prm["mtu"].bit_length() - 1
+        W = prm["chunk_window"]
+        return data.StructLayout({
+            "resend": 1, "drop": 1, "go": 1, "before": 1, "at": 1,
+            "last_bytes": mtu_log2 + 1, "n_s": max(1, (S - 1).bit_length()),
+            "g_slot": 3, "g_chunk": records.CHUNK_BITS, "nb": mtu_log2 + 1, "last": 1,
+            "g_p": max(1, (Pn - 1).bit_length()), "req_p": Pn,
+            "unsent_new": rl.conn["unsent"].shape, "f_any": 1,
+            "f_slot": max(1, (S * D - 1).bit_length()), "f_bit": max(1, (W - 1).bit_length()),
+            "f_chunk": records.CHUNK_BITS})
+
+    def _sched_terms(self, m, row_bits):
+        """A schedule op's decision on the row ``row_bits`` (MR-TXS-023..026, S2's row): whether
+        it resends and whether the resend head is dropped, the stream it picks, its slot, chunk
+        and bytes, whether it may send (a candidate, the connection window, a path), the path,
+        each path's ACK request, whether its chunk is its message's last, ``unsent`` after a
+        new chunk, the refill's pick (MR-TXS-258); as one record (:meth:`_sched_layout`), a
+        function of the row alone (terms that read S2's time, with pacing, are formed in
+        S2)."""
+        prm, rl = self.prm, self.rl
+        S, Pn, D = self.streams, self.paths, self.depth
+        W, mtu = prm["chunk_window"], prm["mtu"]
+        mtu_log2 = mtu.bit_length() - 1
+        db, pb, sb = (D - 1).bit_length(), (Pn - 1).bit_length(), (S - 1).bit_length()
+        wb_ = (W - 1).bit_length()
+        SD = S * D
+        r = data.View(rl.row, row_bits)
+        F = self._row_fns(m, r)
+        live_k, chunk_bytes, acked_bit = F.live_k, F.chunk_bytes, F.acked_bit
+        entry_at = F.entry_at
+        pv = Signal(self._sched_layout(), name="sched_terms")
+        cr = r.conn
+        rh = data.View(rl.retx, r.retx.as_value().word_select(cr.rhead, rl.retx.size))
+        he = entry_at(rh.slot)
+        h_live = live_k.bit_select(rh.slot[:db + sb], 1) & (
+            (rh.slot >> (db + sb)) == 0 if db + sb < 3 else Const(1, 1))
+        resend = Signal(name="sched_resend")
+        drop = Signal(name="sched_drop")
+        m.d.comb += [resend.eq(cr.rcount != 0),
+                     drop.eq(resend & (~h_live | (rh.chunk >= he.next_chunk)
+                                       | acked_bit(he, rh.chunk) | (he.status != 0)))]
+        # the first stream from srr with a new chunk in its chunk window (MR-ENG-012)
+        s_can = []
+        for s in range(S):
+            st = r.streams[s]
+            e = data.View(rl.entry, r.entries.as_value().word_select(
+                Cat(st.send[:db], Const(s, sb)) if sb else st.send[:db], rl.entry.size))
+            s_can.append((st.send != st.tail) & (e.status == 0)
+                         & (e.next_chunk < e.ack_base + W))
+        n_any, n_s = _first_from(s_can, cr.srr, S)
+        n_st = data.View(rl.stream, r.streams.as_value().word_select(n_s, rl.stream.size)
+                         if S > 1 else r.streams[0].as_value())
+        n_slot = Cat(n_st.send[:db], n_s)[:3] if sb else n_st.send[:db]
+        g_slot = Signal(3, name="sched_slot")
+        m.d.comb += g_slot.eq(Mux(resend, rh.slot, n_slot))
+        ge = entry_at(g_slot)
+        # MR-TXS-310: the chunk's bytes formed per candidate (the resend's, each stream's next
+        # chunk) in parallel with the choice and selected after it (rdep33)
+        nb_resend = chunk_bytes(entry_at(rh.slot), rh.chunk[:records.CHUNK_BITS])
+        nb_stream = Signal(S * (mtu_log2 + 1))
+        for s in range(S):
+            st = r.streams[s]
+            se = entry_at(Cat(st.send[:db], Const(s, sb)) if sb else st.send[:db])
+            m.d.comb += nb_stream[s * (mtu_log2 + 1):(s + 1) * (mtu_log2 + 1)].eq(
+                chunk_bytes(se, se.next_chunk[:records.CHUNK_BITS]))
+        # MR-TXS-439: a schedule op's bytes (never the probe's arm)
+        nb_sched = Signal(mtu_log2 + 1, name="sched_nb")
+        m.d.comb += nb_sched.eq(Mux(resend, nb_resend, nb_stream.word_select(n_s, mtu_log2 + 1)
+                                    if S > 1 else nb_stream))
+        # MR-TXS-453: the chosen chunk's place and last bytes (selected as the bytes are), so a
+        # test "bytes > x" is formed for an MTU, the last bytes and 0 in parallel with the
+        # place and selected by it
+        pl = [F.chunk_place(entry_at(rh.slot), rh.chunk[:records.CHUNK_BITS])]
+        for s in range(S):
+            st = r.streams[s]
+            se = entry_at(Cat(st.send[:db], Const(s, sb)) if sb else st.send[:db])
+            pl.append(F.chunk_place(se, se.next_chunk[:records.CHUNK_BITS]))
+        sel_s = [Mux(resend, pl[0][i], Cat(*(x[i] for x in pl[1:])).bit_select(n_s, 1)
+                     if S > 1 else pl[1][i]) for i in (0, 1)]
+        last_sel = Signal(mtu_log2 + 1, name="sched_last_bytes")
+        m.d.comb += last_sel.eq(Mux(resend, pl[0][2], Cat(*(x[2] for x in pl[1:])).word_select(
+            n_s, mtu_log2 + 1) if S > 1 else pl[1][2]))
+        before_sel, at_sel = Signal(name="sched_before"), Signal(name="sched_at")
+        m.d.comb += [before_sel.eq(sel_s[0]), at_sel.eq(sel_s[1])]
+
+        def nb_gt(x):
+            """the chosen bytes > ``x`` (signed): ``x`` below 0, or below 2^w (w: the bytes'
+            width) and the bytes above its low w bits, that compare formed for each candidate
+            (the resend head's chunk, each stream's next) by its chunk's place and selected as
+            the bytes are"""
+            w = mtu_log2 + 1
+            lo = x[:w]
+            g = [Mux(b_, mtu > lo, Mux(a_, l_ > lo, 0)) for b_, a_, l_ in pl]
+            sel = Mux(resend, g[0], Cat(*g[1:]).bit_select(n_s, 1) if S > 1 else g[1])
+            return (x < 0) | (((x >> w) == 0) & sel)
+        # MR-TXS-311: inflight + bytes > window as bytes > window - inflight
+        conn_room = Signal(signed(records.BYTES_BITS + 2))
+        m.d.comb += conn_room.eq(prm["conn_window"] - cr.inflight)
+        conn_block = (cr.inflight != 0) & nb_gt(conn_room)
+        p_can = []
+        for p in range(Pn):
+            ps = r.paths[p]
+            win = Mux(ps.col, mtu, ps.cwnd)
+            p_can.append(Mux(ps.state == PATH_PROBING, (ps.pkts == 0) & ~resend,
+                             (ps.state == PATH_ACTIVE) & (ps.inflight < win)
+                             & (ps.pkts < prm["path_pkts"])))
+        p_any, g_p = _first_from(p_can, cr.rr, Pn)
+        unsent_new = Signal.like(cr.unsent)
+        rcount_new = Signal.like(cr.rcount)
+        m.d.comb += [unsent_new.eq(cr.unsent - ~resend), rcount_new.eq(cr.rcount - resend)]
+        # MR-TXS-312: each path's ACK request formed on its own (its room, window - mtu -
+        # inflight from the row alone, against the bytes)
+        few = unsent_new + rcount_new < Pn
+        req_p = Signal(Pn)
+        for p in range(Pn):
+            ps = r.paths[p]
+            room_p = Signal(signed(records.BYTES_BITS + 3), name=f"req_room{p}")
+            m.d.comb += [room_p.eq(Mux(ps.col, mtu, ps.cwnd) - mtu - ps.inflight),
+                         req_p[p].eq((ps.since_req + 1 >= prm["ack_every"]) | nb_gt(room_p)
+                                     | few | (ps.state == PATH_PROBING))]
+        # MR-TXS-258: the refill's pick (the lowest live entry not failed with a bit, its
+        # lowest bit)
+        f_ok = [Signal(name=f"fill_ok{k}") for k in range(SD)]
+        for k in range(SD):
+            e = r.entries[k]
+            m.d.comb += f_ok[k].eq(live_k[k] & (e.status == 0) & (e.lnq != 0))
+        f_any, f_slot = _first_bit(f_ok)
+        fe = data.View(rl.entry, r.entries.as_value().word_select(f_slot, rl.entry.size))
+        fz_any, f_bit = _lowest_zero(~fe.lnq)
+        f_bit = f_bit if wb_ else Const(0, 1)
+        # the chunk: ack_base + ((bit - ack_base) mod W): the bit over the base's high part, one
+        # window more when the bit is below the base's low bits
+        f_chunk = Signal(records.CHUNK_BITS)
+        m.d.comb += f_chunk.eq(Cat(f_bit[:wb_], fe.ack_base[wb_:])
+                               + Mux(f_bit[:wb_] < fe.ack_base[:wb_], W, 0))
+        m.d.comb += [pv.resend.eq(resend), pv.drop.eq(drop),
+                     pv.go.eq((resend | n_any) & ~conn_block & p_any), pv.n_s.eq(n_s),
+                     pv.g_slot.eq(g_slot),
+                     pv.g_chunk.eq(Mux(resend, rh.chunk, ge.next_chunk)[:records.CHUNK_BITS]),
+                     pv.nb.eq(nb_sched), pv.last.eq(ge.next_chunk + 1 == ge.nchunks),
+                     pv.before.eq(before_sel), pv.at.eq(at_sel), pv.last_bytes.eq(last_sel),
+                     pv.g_p.eq(g_p[:max(1, pb)]), pv.req_p.eq(req_p),
+                     pv.unsent_new.eq(unsent_new), pv.f_any.eq(f_any), pv.f_slot.eq(f_slot),
+                     pv.f_bit.eq(f_bit), pv.f_chunk.eq(f_chunk)]
+        return pv.as_value()
+
+    def _work_after(self, m, r, is_k, c_ok, cpl_u, resend, f_any, w_status, w_n, lost_queued):
         """MR-TXS-436: whether the row the op leaves has work (MR-TXS-213's term: `unsent` or
         `rcount` not 0), formed from S2's row and the op's argument by the op's kind, not on the
         new row's counts (after the op's mux of them): the same value. A schedule op's is its
         value when the op acts (a packet or a drop; the only case the term is read)."""
         S = self.streams
-        db = (self.depth - 1).bit_length()
-        sb = (S - 1).bit_length()
         cr = r.conn
         unsent_nz, rcount_nz = cr.unsent != 0, cr.rcount != 0
         base = unsent_nz | rcount_nz
@@ -1114,10 +1263,7 @@ class TxSchedRows(wiring.Component):
         after_cpl = base
         for s in reversed(range(S)):
             st = r.streams[s]
-            at = Cat(st.done[:db], Const(s, sb)) if sb else st.done[:db]
-            e = data.View(self.rl.entry, r.entries.as_value().word_select(at, self.rl.entry.size))
-            u = Signal.like(cr.unsent, name=f"work_cpl_unsent{s}")
-            m.d.comb += u.eq(cr.unsent - (e.nchunks - e.next_chunk))
+            u = cpl_u[s]
             first = c_ok[s] & ~Cat(*c_ok[:s], Const(0, 1)).any()
             after_cpl = Mux(first & (st.send == st.done), (u != 0) | rcount_nz, after_cpl)
         # a report: a lost chunk queued (MR-TXS-021/257)
@@ -1171,8 +1317,14 @@ class TxSchedRows(wiring.Component):
         m.d.comb += rem.eq(re.nchunks - re.ack_base)
         # the base moved over the trailing ones reaches nchunks: rem <= 0, or the window's
         # first rem bits all set (rem <= W)
-        covered = Cat(bits[j] | (rem <= j) for j in range(W)).all()
-        ack_fill = (rem <= 0) | ((rem <= W) & covered)
+        # (rem <= j as its sign, or its bits above log2(W) + 1 clear and the low ones at most j)
+        lb = (2 * W - 1).bit_length()
+        r_neg, r_small = rem[-1], rem[lb:-1] == 0
+
+        def rem_le(j):
+            return r_neg | (r_small & (rem[:lb] <= j))
+        covered = Cat(bits[j] | rem_le(j) for j in range(W)).all()
+        ack_fill = rem_le(0) | (rem_le(W) & covered)
         rep_done = Signal(name="cpl_rep_done")
         m.d.comb += rep_done.eq(Mux(re.status != 0, re.out <= 1,
                                     Mux(new_ack, ack_fill, re.ack_base >= re.nchunks)))

@@ -476,7 +476,8 @@ def test_rows_rtl_lockstep(prm, n, seed, kw):
     driver (idle cycles, random backpressure, 10 % loss, reports, timeouts' verdicts, window
     writes; 2 x 4 and 4 x 8): 0 mismatches, and the register scheduler's checker passes
     (MR-TXS-314: with rdep33's terms of MR-TXS-310..313; MR-TXS-436/438/439: with lvl42's
-    queue terms, chunk bytes and schedule op's bytes)."""
+    queue terms, chunk bytes and schedule op's bytes; MR-TXS-455: with rows43's parallel
+    forms)."""
     core, drv, model, items, _ = rows_lockstep(prm, n, seed, **kw)
     assert core.mismatches == 0
     tc.check(TxSchedModel(**prm), items, drv.res)
@@ -741,8 +742,9 @@ def test_rows_rtl_probe_wrong_forms_fail(old, new, kw):
     # MR-TXS-310: stream 0's bytes whatever stream is chosen
     pytest.param("nb_stream.word_select(n_s, mtu_log2 + 1)", "nb_stream[:mtu_log2 + 1]", (30, 1),
                  marks=pytest.mark.slow),
-    # MR-TXS-310: a probe with the resend head's bytes
-    pytest.param("Mux(is_probe, nb_probe, nb_sched)", "Mux(is_probe, nb_resend, nb_sched)", "probe",
+    # MR-TXS-310: a probe with the schedule op's bytes (rows43: the resend head's are among
+    # the schedule op's terms, not S2's own)
+    pytest.param("Mux(is_probe, nb_probe, nb_sched)", "Mux(is_probe, nb_sched, nb_sched)", "probe",
                  marks=pytest.mark.slow)])
 def test_rows_rtl_depth_wrong_forms_fail(old, new, kw):
     """MR-TXS-314, MR-TXS-439 (negative controls): each wrong form of rdep33's precomputed
@@ -768,7 +770,7 @@ def test_rows_rtl_depth_wrong_forms_fail(old, new, kw):
     pytest.param("first[s] & (nxt[s] | Cat(", "first[s] & (Cat(", (60, 3, {"p_bp": 0.8}),
                  marks=pytest.mark.slow),
     # MR-TXS-434: a report's window without the chunk's own bit
-    pytest.param("Cat(bits[j] | (rem <= j)", "Cat(re.ack_bits[j] | (rem <= j)", (30, 1, {}),
+    pytest.param("Cat(bits[j] | rem_le(j)", "Cat(re.ack_bits[j] | rem_le(j)", (30, 1, {}),
                  marks=pytest.mark.slow),
     # MR-TXS-433: a failure's head with its old status
     pytest.param("failed = (e.status != 0) | fl_hit | (f.er_v & (f.er.status != 0))",
@@ -780,7 +782,7 @@ def test_rows_rtl_depth_wrong_forms_fail(old, new, kw):
     pytest.param("(st.send == st.done), (u != 0) | rcount_nz,", "(st.send == st.done), base,",
                  "fail4", marks=pytest.mark.slow),
     # MR-TXS-437: the last chunk a full MTU
-    pytest.param("Mux(chunk < n1, mtu, Mux(", "Mux(chunk <= n1, mtu, Mux(", (30, 1, {}),
+    pytest.param("Mux(before, mtu, Mux(", "Mux(before | at, mtu, Mux(", (30, 1, {}),
                  marks=pytest.mark.slow),
     # MR-TXS-435: a new chunk's work without the chunk taken off
     pytest.param("(cr.rcount != 1), cr.unsent != 1)", "(cr.rcount != 1), unsent_nz)", (30, 1, {}),
@@ -794,6 +796,45 @@ def test_rows_rtl_queue_terms_wrong_forms_fail(old, new, kw):
     with pytest.raises(Mismatch):
         if kw in ("fail", "fail4"):
             rows_lockstep(dict(SMALL), 30, 1 if kw == "fail" else 4, hdl=hdl, rsps=4, p_fail=0.1)
+        else:
+            rows_lockstep(dict(SMALL), kw[0], kw[1], hdl=hdl, **kw[2])
+
+
+@pytest.mark.parametrize("old,new,kw", [
+    # MR-TXS-452: the level with a push and a pop together counted as a push
+    ("level.eq(Mux(self.push == self.pop, level,", "level.eq(Mux(~self.push & ~self.pop, level,",
+     (30, 1, {})),
+    # MR-TXS-454: a probe's LAST by the schedule op's place
+    pytest.param("Mux(~Mux(is_probe, p_before, sp.before)", "Mux(~Mux(is_probe, sp.before, sp.before)",
+                 "probe", marks=pytest.mark.slow),
+    # MR-TXS-453: the report's flight less an MTU for the last chunk
+    pytest.param("Mux(r_at, _sub0(x, r_last), x)", "Mux(r_at, _sub0(x, mtu), x)", "window",
+                 marks=pytest.mark.slow),
+    # MR-TXS-453: a resend's bytes never above a window's room
+    pytest.param("sel = Mux(resend, g[0],", "sel = Mux(resend, 0,", "window",
+                 marks=pytest.mark.slow),
+    # MR-TXS-451: stream 0's head's unsent chunks whatever stream completes
+    pytest.param("mid.conn.unsent.eq(cpl_u[s])", "mid.conn.unsent.eq(cpl_u[0])", "fail",
+                 marks=pytest.mark.slow),
+    # MR-TXS-450: a READ response's status not cleared (the request before it's kept)
+    pytest.param("b_wr.err.eq(r.err), w_status.eq(0)]", "b_wr.err.eq(r.err)]", "rsp",
+                 marks=pytest.mark.slow)])
+def test_rows_rtl_parallel_wrong_forms_fail(old, new, kw):
+    """MR-TXS-455 (negative controls): each wrong form of rows43's parallel forms (MR-TXS-450,
+    MR-TXS-451, MR-TXS-452, MR-TXS-453, MR-TXS-454) mismatches the row model."""
+    from metaroce.tb.lockstep import Mismatch, wrong_form
+    hdl = wrong_form("tx_sched_rows", old, new)
+    with pytest.raises(Mismatch):
+        if kw == "probe":
+            rows_lockstep(dict(SMALL), 16, 0, hdl=hdl, **PROBE_KW)
+        elif kw == "window":
+            # 2 paths of 4,000 bytes, stk31's loss: the windows bind on resends
+            rows_lockstep(dict(SMALL, paths=2, cwnd=4000), 40, 3, hdl=hdl, **STALL_KW)
+        elif kw == "fail":
+            # failures: a stream's message completes with chunks unsent
+            rows_lockstep(dict(SMALL), 30, 4, hdl=hdl, rsps=4, p_fail=0.1)
+        elif kw == "rsp":
+            rows_lockstep(dict(SMALL), 30, 2, hdl=hdl, rsps=8, p_fail=0.03)
         else:
             rows_lockstep(dict(SMALL), kw[0], kw[1], hdl=hdl, **kw[2])
 
