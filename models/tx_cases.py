@@ -1361,6 +1361,8 @@ def coverage_batches(sem: TxSchedModel, params, lay, width, shape, n, *, seed=0,
     if p_idle:
         cc = dict(cw_setups=cc_setups(params, 0) + cc_setups(params, 1), ce_paths={(CC_CONN, CC_MARKED)},
                   cc={"cc_on": 1, "cc_beta_q": P.Q_ONE, "cc_cap": CC_CAP})
+        if wide:
+            cc.update(wide_windows(params, seed))
     out = [("traffic", items, rsps, CoverageDriver(lay, width, items, mem, random_templates(params["conns"], paths, seed),
                                                    seed=seed, loss=0.15, rsps=rsps, **cc, **kw))]
     d_items, d_mem = dead_traffic(sem, seed=seed + 7, wide=wide)
@@ -1378,6 +1380,19 @@ def coverage_batches(sem: TxSchedModel, params, lay, width, shape, n, *, seed=0,
         for (name, _, _, drv), span in zip(out, CLOCK_SPANS):
             drv.now = clock_start(seed, name, drv.ns_per_cycle * span)
     return out
+
+
+def wide_windows(params, seed):
+    """MR-TX-461: the wide traffic batch's congestion windows: the cap (MR-CW-005: below 2^24)
+    and beta (at most 1, Q16) random, each path's window set up at a random size between its
+    floor (MR-CC-011) and the cap; ``{cw_setups, cc}`` for :class:`Driver`."""
+    from .cwnd import WIN_BITS
+    r = random.Random(seed ^ 0xC3D)
+    cap = r.randrange(CC_CAP, 1 << WIN_BITS)
+    setups = [dict(x, cwnd=r.randrange(x["floor"], cap + 1))
+              for x in cc_setups(params, 0) + cc_setups(params, 1)]
+    return {"cw_setups": setups,
+            "cc": {"cc_on": 1, "cc_beta_q": r.randrange(P.Q_ONE // 8, P.Q_ONE + 1), "cc_cap": cap}}
 
 
 #: MR-TX-460: how far short of its wrap (in cycles of the batch) each batch's clock starts:
