@@ -117,9 +117,14 @@ def responses(sem: TxSchedModel, n, mem_layout, *, seed=0, err=0.2, max_len=None
     rs = sched_responses(sem, n, seed=seed, err=err, max_len=max_len)
     rng = random.Random(seed + 77)
     if isinstance(mem_layout, SparseLayout):
-        # MR-TX-457: each response's bytes at an address anywhere in the 64-bit space
+        # MR-TX-457: each response's bytes at an address anywhere in the 64-bit space;
+        # MR-TX-462: the requester's stream any of MRDH's 16 bits (keys kept distinct)
+        keys = set()
         for r in rs:
             r["laddr"] = mem_layout.address(rng, r["length"])
+            while (r["conn"], r["stream"], r["msg"]) in keys or r["stream"] < 2:
+                r["stream"] = rng.randrange(1 << 16)
+            keys.add((r["conn"], r["stream"], r["msg"]))
         return rs
     for r in rs:
         r["length"] = min(r["length"], mem_layout.size)
@@ -1076,6 +1081,9 @@ def shape_index(shape):
 #: MR-TX-417: the ACK kinds the coverage driver adds to its receiver's: each ``(kind,
 #: probability per ACK)``.
 ACK_EXTRAS = (("duplicate", 0.1), ("stale", 0.08), ("nak", 0.06), ("bad", 0.03))
+#: MR-TX-462: the wide batches' ACK kinds: bad ACKs (their random SACK bits, PSNs and cums)
+#: four times as often
+ACK_EXTRAS_WIDE = (("duplicate", 0.1), ("stale", 0.08), ("nak", 0.06), ("bad", 0.12))
 
 
 def random_templates(conns, paths, seed=0):
@@ -1131,8 +1139,18 @@ def coverage_traffic(sem: TxSchedModel, n, *, seed=0, max_len=None, bad_reads=5,
     items.insert(wr.randrange(len(items) + 1),
                  wr_item(wr.randrange(sem.conns), wr.randrange(sem.streams), big, wr_id=0, op=OP_READ,
                          va=wr.randrange(1 << 64), rkey=wr.randrange(1 << 32)))
+    # MR-TX-462: atomics enough that each operand bit takes both values
+    for op in (OP_CMP_SWAP, OP_FETCH_ADD) * WIDE_ATOMICS:
+        items.insert(wr.randrange(len(items) + 1),
+                     wr_item(wr.randrange(sem.conns), wr.randrange(sem.streams), ATOMIC_LEN, wr_id=0,
+                             op=op, va=wr.randrange(1 << 61) << 3, rkey=wr.randrange(1 << 32),
+                             swap=wr.randrange(1 << 64), compare=wr.randrange(1 << 64)))
     _random_wr_ids(wr, items)
     return _place_sparse(items, seed, bad_reads)
+
+
+#: MR-TX-462: the wide traffic's directed atomics, of each kind
+WIDE_ATOMICS = 3
 
 
 def largest_read(sem: TxSchedModel):
@@ -1351,10 +1369,10 @@ def coverage_batches(sem: TxSchedModel, params, lay, width, shape, n, *, seed=0,
     d_tmpls = random_templates(params["conns"], paths, seed + 7) if wide else tmpls
     w_tmpls = random_templates(params["conns"], paths, seed + 11) if wide else tmpls
     items, mem = coverage_traffic(sem, n, seed=seed, max_len=2500, wide=wide)
-    rsps = responses(sem, max(4, n // 5), mem, seed=seed, max_len=2500)
+    rsps = responses(sem, max(8, n // 2) if wide else max(4, n // 5), mem, seed=seed, max_len=2500)
     rsps[0]["err"], rsps[-1]["err"] = 0, 1          # one served and one refused, whatever the seed
     kw = dict(p_idle=p_idle, p_bp=p_bp, p_axi=p_bp, counters=True, paths=paths, ns_per_cycle=40,
-              wide=wide)
+              wide=wide, extras=ACK_EXTRAS_WIDE if wide else ACK_EXTRAS)
     # MR-TX-105..107: in the shapes with idle cycles, both connections' windows set up, the
     # congestion control on and one path's every ACK echoing CE (tx_cc's configuration)
     cc = {}
@@ -1372,9 +1390,9 @@ def coverage_batches(sem: TxSchedModel, params, lay, width, shape, n, *, seed=0,
     w_items, w_mem = window_work(params, seed=seed + 11 if wide else None)
     setups = [dict(x, cwnd=2 * params["mtu"]) for x in cc_setups(params, 0)]
     win = CoverageDriver(lay, width, w_items, w_mem, w_tmpls, seed=seed + 11, loss=0.0, p_ack=0.0,
-                         extras=(), cw_setups=setups, ack_delay=WINDOW_ACK_DELAY,
+                         cw_setups=setups, ack_delay=WINDOW_ACK_DELAY,
                          cc={"cc_on": 1, "cc_beta_q": P.Q_ONE, "cc_cap": CC_CAP},
-                         ce_paths={(CC_CONN, CC_MARKED)}, **dict(kw, ns_per_cycle=4))
+                         ce_paths={(CC_CONN, CC_MARKED)}, **dict(kw, ns_per_cycle=4, extras=()))
     out.append(("windows", w_items, [], win))
     if wide:
         for (name, _, _, drv), span in zip(out, CLOCK_SPANS):

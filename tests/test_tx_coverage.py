@@ -243,3 +243,23 @@ def test_wide_batch_on_the_model():
     xc.check_counters(drv, summary["probes"])
     assert drv.now < start and summary["frames"] > 10
     assert any(addr >= 1 << 32 for addr, _ in drv.mem.bursts)
+
+
+def test_wide_windows_within_bounds():
+    """MR-TX-461: the wide traffic's windows configuration stays within MR-CW-004/005's bounds
+    (cap below 2^24, beta at most 1, each path's window between its floor and the cap) and
+    varies with the seed; without idle cycles (the shape ``none``) no window is set up."""
+    from metaroce.models import protocol as P
+    caps = set()
+    for seed in range(20):
+        w = xc.wide_windows(SMALL, seed)
+        cap, beta = w["cc"]["cc_cap"], w["cc"]["cc_beta_q"]
+        caps.add(cap)
+        assert xc.CC_CAP <= cap < 1 << 24 and 0 < beta <= P.Q_ONE
+        assert len(w["cw_setups"]) == 2 * SMALL["paths"]
+        assert all(x["floor"] <= x["cwnd"] <= cap for x in w["cw_setups"])
+    assert len(caps) == 20
+    from metaroce.models.tx import TxCycleModel
+    lay = TxCycleModel(64, **SMALL).lay
+    drv = xc.coverage_batches(_sem(), SMALL, lay, 64, "none", 1, seed=1)[0][3]
+    assert not drv.cw_setups and not drv.cc
