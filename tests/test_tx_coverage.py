@@ -30,13 +30,13 @@ def test_coverage_traffic_offers_every_opcode_and_status(wide):
     the TX sends and a refusal of each kind (LOC_QP_OP_ERR twice, LOC_LEN_ERR twice), and its
     every fifth request's payload lies in the host memory's error window (LOC_PROT_ERR);
     wr_ids run 0..n-1 (cov40's traffic) or, wide (MR-TX-457, MR-TX-458), are distinct and
-    random, with one directed READ more."""
+    random, with one directed READ and MR-TX-462's atomics more."""
     sem = _sem()
     for seed in (1, 2, 3):
         items, mem = xc.coverage_traffic(sem, 5, seed=seed, wide=wide)
         ids = [w["wr_id"] for w in items]
         if wide:
-            assert len(set(ids)) == len(items) == 5 + 12 and max(ids) >= 1 << 12
+            assert len(set(ids)) == len(items) == 5 + 12 + 2 * xc.WIDE_ATOMICS and max(ids) >= 1 << 12
         else:
             assert ids == list(range(len(items))) and len(items) == 5 + 11
         good = {w["op"] for w in items if sem.wr_status(w) == STATUS_OK}
