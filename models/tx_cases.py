@@ -1082,8 +1082,8 @@ def shape_index(shape):
 #: probability per ACK)``.
 ACK_EXTRAS = (("duplicate", 0.1), ("stale", 0.08), ("nak", 0.06), ("bad", 0.03))
 #: MR-TX-462: the wide batches' ACK kinds: bad ACKs (their random SACK bits, PSNs and cums)
-#: four times as often
-ACK_EXTRAS_WIDE = (("duplicate", 0.1), ("stale", 0.08), ("nak", 0.06), ("bad", 0.12))
+#: four times as often, stale ones twice (the draws of the bad ones left none in a shape)
+ACK_EXTRAS_WIDE = (("duplicate", 0.1), ("stale", 0.16), ("nak", 0.06), ("bad", 0.12))
 
 
 def random_templates(conns, paths, seed=0):
