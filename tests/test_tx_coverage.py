@@ -90,7 +90,7 @@ def _cli(*args):
 @pytest.mark.slow
 def test_coverage_tx_end_to_end(tmp_path):
     """MR-TX-416, MR-TX-420: ``metaroce coverage tx --shapes both`` (20 random work requests, its
-    three batches: about 25,000 cycles, 10-15 minutes on a loaded machine): RTL and model agree
+    three batches of the wide traffic, MR-TX-457..462: about 30,000 cycles, 10-15 minutes on a loaded machine): RTL and model agree
     on every cycle of every batch, the checker and the counters (MR-TX-420) pass, every
     functional bin is hit, line and toggle points were counted and the toggle exclusions name
     their reasons (MR-TX-419)."""
