@@ -27,8 +27,8 @@ from .dma_read_cases import HostMemory, Layout
 from .driver import CounterReadout, run_alone
 from .rx import pack, unpack
 from .tx import template_of
-from .tx_sched import (ATOMIC_LEN, OP_CMP_SWAP, OP_FETCH_ADD, OP_READ, OP_SEND, OP_SEND_IMM, OP_WRITE_IMM, STATUS_LOC_PROT_ERR,
-                       STATUS_OK, STATUS_RETRY_EXC_ERR, TxSchedModel, atomic_operands, has_imm,
+from .tx_sched import (ATOMIC_LEN, OP_CMP_SWAP, OP_FETCH_ADD, OP_READ, OP_SEND, OP_SEND_IMM, OP_WRITE,
+                       OP_WRITE_IMM, STATUS_LOC_PROT_ERR, STATUS_OK, STATUS_RETRY_EXC_ERR, TxSchedModel, atomic_operands, has_imm,
                        is_atomic, is_read, is_send, msg_len, wire_op)
 from .tx_sched_cases import atomic_rng, kind_rng, read_rng, recv_seqs
 from .tx_sched_cases import responses as sched_responses
@@ -39,6 +39,59 @@ __all__ = ["templates", "traffic", "Driver", "run_model", "check", "frames_of_be
            "endpoint_frames", "endpoint_template", "endpoint_lossy", "endpoint_responses", "responses", "data_requests",
            "expected_data_frames", "expected_data_errors", "late_fail_batch", "watch_late_fails", "read_fails", "wr_status",
            "check_counters", "DataDriver", "BenchDriver", "AckBurstDriver", "ack_record"]
+
+
+#: MR-TX-457: the room a sparse layout keeps after a payload (a read's last burst's beat, and
+#: never the top of the address space: ``laddr + offset`` does not wrap)
+SPARSE_MARGIN = 4096
+
+
+def _mix64(x):
+    """splitmix64's finaliser: the sparse host memory's 8 bytes at the 8-aligned address ``x``."""
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9 & 0xFFFF_FFFF_FFFF_FFFF
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EB & 0xFFFF_FFFF_FFFF_FFFF
+    return x ^ (x >> 31)
+
+
+class SparseHostMemory(HostMemory):
+    """MR-TX-457: :class:`HostMemory` over the whole 64-bit address space: every byte a fixed
+    function of its address (no image), the bursts in the layout's error ranges answered with
+    an error as the flat memory's error window."""
+
+    def __init__(self, lay, width, rng, *, image=None, **kw):
+        assert image is None, "a sparse host memory has no image"
+        super().__init__(lay, width, rng, image=b"", **kw)
+
+    def read(self, addr, n):
+        assert 0 <= addr and addr + n <= 1 << 64, f"read outside the address space at {addr:#x}"
+        a0 = addr & ~7
+        buf = b"".join(_mix64(a).to_bytes(8, "little") for a in range(a0, addr + n, 8))
+        return buf[addr - a0:addr - a0 + n]
+
+
+class SparseLayout:
+    """MR-TX-457: where the coverage run's payloads lie: anywhere in the 64-bit address space
+    (:meth:`address`), the failing reads' payloads in error ranges (:meth:`add_bad`);
+    ``memory_class`` the driver's host memory (:class:`SparseHostMemory`)."""
+    memory_class = SparseHostMemory
+    size = 0
+
+    def __init__(self):
+        self.bad = []
+
+    @staticmethod
+    def address(rng, length):
+        """A payload's address: any byte alignment, its bits uniform (half of them below 2^32,
+        so that the upper word's bits toggle between payloads), its last byte at least
+        :data:`SPARSE_MARGIN` below 2^64."""
+        top = (1 << (64 if rng.random() < 0.5 else 32)) - length - SPARSE_MARGIN
+        return rng.randrange(SPARSE_MARGIN, top)
+
+    def add_bad(self, start, length):
+        self.bad.append((start - SPARSE_MARGIN, start + length + SPARSE_MARGIN))
+
+    def in_bad(self, addr):
+        return any(a <= addr < b for a, b in self.bad)
 
 
 def templates(conns, paths):
@@ -63,6 +116,16 @@ def responses(sem: TxSchedModel, n, mem_layout, *, seed=0, err=0.2, max_len=None
     good window (the engine reads them from ``laddr + offset``)."""
     rs = sched_responses(sem, n, seed=seed, err=err, max_len=max_len)
     rng = random.Random(seed + 77)
+    if isinstance(mem_layout, SparseLayout):
+        # MR-TX-457: each response's bytes at an address anywhere in the 64-bit space;
+        # MR-TX-462: the requester's stream any of MRDH's 16 bits (keys kept distinct)
+        keys = set()
+        for r in rs:
+            r["laddr"] = mem_layout.address(rng, r["length"])
+            while (r["conn"], r["stream"], r["msg"]) in keys or r["stream"] < 2:
+                r["stream"] = rng.randrange(1 << 16)
+            keys.add((r["conn"], r["stream"], r["msg"]))
+        return rs
     for r in rs:
         r["length"] = min(r["length"], mem_layout.size)
         r["laddr"] = mem_layout.base + rng.randrange(mem_layout.size - r["length"] + 1)
@@ -129,8 +192,10 @@ class Driver(CounterReadout):
         self.dead = frozenset(dead)             # connections whose every frame is lost
         self.expect_frames = expect_frames      # MR-TX-152 (a): done after this many frames
         self.now, self.ns_per_cycle = 0, ns_per_cycle
-        self.mem = HostMemory(mem_layout, width, random.Random(seed + 1), p_bp=p_axi, p_gap=p_axi,
-                              latency=latency, image=image)
+        # MR-TX-457: a sparse layout brings its own memory (every address's bytes)
+        self.mem = getattr(mem_layout, "memory_class", HostMemory)(
+            mem_layout, width, random.Random(seed + 1), p_bp=p_axi, p_gap=p_axi, latency=latency,
+            image=image)
         self.i = self.ci = 0
         self.presenting = self.cfg_offer = self.ack_offer = None
         self.cycle = 0
@@ -678,8 +743,10 @@ class DataDriver(CounterReadout):
         self.rng = random.Random(seed)
         self.reqs, self.tmpls = list(reqs), list(tmpls)
         self.p_idle, self.p_bp = p_idle, p_bp
-        self.mem = HostMemory(mem_layout, width, random.Random(seed + 1), p_bp=p_axi, p_gap=p_axi,
-                              latency=latency, image=image)
+        # MR-TX-457: a sparse layout brings its own memory (every address's bytes)
+        self.mem = getattr(mem_layout, "memory_class", HostMemory)(
+            mem_layout, width, random.Random(seed + 1), p_bp=p_axi, p_gap=p_axi, latency=latency,
+            image=image)
         self.i = self.ci = 0
         self.offer = self.cfg_offer = None
         self.cycle = 0
@@ -1014,6 +1081,9 @@ def shape_index(shape):
 #: MR-TX-417: the ACK kinds the coverage driver adds to its receiver's: each ``(kind,
 #: probability per ACK)``.
 ACK_EXTRAS = (("duplicate", 0.1), ("stale", 0.08), ("nak", 0.06), ("bad", 0.03))
+#: MR-TX-462: the wide batches' ACK kinds: bad ACKs (their random SACK bits, PSNs and cums)
+#: four times as often, stale ones twice (the draws of the bad ones left none in a shape)
+ACK_EXTRAS_WIDE = (("duplicate", 0.1), ("stale", 0.16), ("nak", 0.06), ("bad", 0.12))
 
 
 def random_templates(conns, paths, seed=0):
@@ -1028,15 +1098,18 @@ def random_templates(conns, paths, seed=0):
                         ip_ttl=rng.randrange(256)) for c in range(conns)]
 
 
-def coverage_traffic(sem: TxSchedModel, n, *, seed=0, max_len=None, bad_reads=5):
+def coverage_traffic(sem: TxSchedModel, n, *, seed=0, max_len=None, bad_reads=5, wide=True):
     """MR-TX-417: ``n`` random work requests (:func:`traffic`'s, with bad ones) and, at random
     places among them, one directed request of each good opcode (WRITE, WRITE_IMM, SEND,
     SEND_IMM, READ, CMP_SWAP, FETCH_ADD) and of each refusal (an opcode the slice does not send
     and a stream beyond the instance: LOC_QP_OP_ERR; a message longer than a chunk index names
     and an atomic not of 8 bytes: LOC_LEN_ERR), so that every opcode and status is offered
     whatever the seed; every ``bad_reads``-th request's payload in the host memory's error
-    window (LOC_PROT_ERR). ``(items, memory layout)`` as :func:`traffic`."""
-    from .tx_sched import OP_WRITE
+    window (LOC_PROT_ERR). ``(items, memory layout)`` as :func:`traffic`. ``wide``
+    (MR-TX-457, MR-TX-458; without it the traffic of cov40, which :func:`late_fail_batch`
+    keeps): the payloads anywhere in the 64-bit space (:func:`_place_sparse`), half the good
+    READs and one directed READ of lengths up to the largest a READ may name, the wr_ids
+    distinct and random over their 16 bits."""
     from .tx_sched_cases import wr_item
     items = sched_traffic(sem, n, seed=seed, max_len=max_len)
     rng = random.Random(seed ^ 0xC0E4)
@@ -1054,9 +1127,83 @@ def coverage_traffic(sem: TxSchedModel, n, *, seed=0, max_len=None, bad_reads=5)
                  wr_item(1, 1, 16, wr_id=0, op=OP_CMP_SWAP)]                    # atomic not 8 bytes
     for w in directed:
         items.insert(rng.randrange(len(items) + 1), w)
-    for k, w in enumerate(items):
-        w["wr_id"] = k
-    return _place(items, seed, bad_reads)
+    if not wide:
+        for k, w in enumerate(items):
+            w["wr_id"] = k
+        return _place(items, seed, bad_reads)
+    wr = random.Random(seed ^ 0x51DE)
+    big = largest_read(sem)
+    for w in items:
+        if w["op"] == OP_READ and sem.wr_status(w) == STATUS_OK and wr.random() < 0.5:
+            w["length"] = wr.randrange(big + 1)
+    items.insert(wr.randrange(len(items) + 1),
+                 wr_item(wr.randrange(sem.conns), wr.randrange(sem.streams), big, wr_id=0, op=OP_READ,
+                         va=wr.randrange(1 << 64), rkey=wr.randrange(1 << 32)))
+    # MR-TX-462: atomics enough that each operand bit takes both values
+    for op in (OP_CMP_SWAP, OP_FETCH_ADD) * WIDE_ATOMICS:
+        items.insert(wr.randrange(len(items) + 1),
+                     wr_item(wr.randrange(sem.conns), wr.randrange(sem.streams), ATOMIC_LEN, wr_id=0,
+                             op=op, va=wr.randrange(1 << 61) << 3, rkey=wr.randrange(1 << 32),
+                             swap=wr.randrange(1 << 64), compare=wr.randrange(1 << 64)))
+    _random_wr_ids(wr, items)
+    return _place_sparse(items, seed, bad_reads)
+
+
+#: MR-TX-462: the wide traffic's directed atomics, of each kind
+WIDE_ATOMICS = 3
+
+
+def largest_read(sem: TxSchedModel):
+    """MR-TX-458: the longest READ the scheduler takes (its chunks' count a chunk index names,
+    MR-TXS-011; no payload is read or sent for it, MR-TXS-062)."""
+    from .records import CHUNK_BITS
+    return min((1 << CHUNK_BITS) * sem.mtu, (1 << 32) - 1)
+
+
+def _random_wr_ids(rng, items):
+    """MR-TX-457: distinct random wr_ids over the field's 16 bits."""
+    for w, i in zip(items, rng.sample(range(1 << 16), len(items))):
+        w["wr_id"] = i
+
+
+def dead_traffic(sem: TxSchedModel, *, seed=0, wide=True):
+    """MR-TX-417: the ``dead`` batch's work: 6 random requests (:func:`traffic`'s, every third
+    payload read failing). ``wide`` (MR-TX-458): with a WRITE and a SEND_IMM on the dead
+    connection 1 of random lengths between half the longest message and the longest (a chunk
+    index's 2^20 chunks: their message lengths' high bits; only their first chunks are sent
+    before the retry limit fails them), on :func:`_place_sparse`'s memory, wr_ids random."""
+    from .tx_sched_cases import wr_item
+    if not wide:
+        return traffic(sem, 6, seed=seed, max_len=1200, bad_reads=3)
+    items = sched_traffic(sem, 6, seed=seed, max_len=1200)
+    r = random.Random(seed ^ 0xDEAD)
+    big = largest_read(sem)
+    for op in (OP_WRITE, OP_SEND_IMM):
+        items.insert(r.randrange(len(items) + 1),
+                     wr_item(1, r.randrange(sem.streams), r.randrange(big // 2, big + 1), wr_id=0, op=op,
+                             va=r.randrange(1 << 64), rkey=r.randrange(1 << 32), imm=r.randrange(1 << 32)))
+    _random_wr_ids(r, items)
+    return _place_sparse(items, seed, 3)
+
+
+def _place_sparse(items, seed, bad_reads):
+    """MR-TX-457: :func:`_place` on a :class:`SparseLayout`: each request's payload at an
+    address of its own anywhere in the 64-bit space, every ``bad_reads``-th in an error range."""
+    rng = random.Random(seed + 99)
+    lay = SparseLayout()
+    taken = []                              # every payload's span with its margins
+    for i, w in enumerate(items):
+        ln = msg_len(w["op"], w["length"]) if w["length"] <= 1 << 31 else 0
+        while True:                         # a span of its own: no good payload in an error range
+            a = lay.address(rng, ln)
+            span = (a - SPARSE_MARGIN, a + ln + SPARSE_MARGIN)
+            if not any(x < span[1] and span[0] < y for x, y in taken):
+                break
+        taken.append(span)
+        w["laddr"] = a
+        if bad_reads and i % bad_reads == bad_reads - 1:
+            lay.add_bad(a, ln)
+    return items, lay
 
 
 def _place(items, seed, bad_reads):
@@ -1081,11 +1228,17 @@ class CoverageDriver(Driver):
     same ACK again (duplicate), an older ACK of the path (stale: a lower ``cum``), a NAK of the
     path (a random reason and PSN), or a bad ACK (a path beyond the instance, or SACK bits past
     every PSN sent; random ``ce_count`` and source port). ``ack_kinds`` counts the ACK records
-    the engine took, by the kind offered (``ack``: the receiver's own)."""
+    the engine took, by the kind offered (``ack``: the receiver's own). ``wide`` (MR-TX-459):
+    the receiver's ACK names the PSN of the frame that prompted it (its RTT sample's record,
+    MR-TX-054), a NAK a random PSN, and a bad ACK a random PSN and, as a third kind, a
+    cumulative PSN of at least 2^16, past every PSN the run sends (MR-ERR-010) or more than
+    half the PSN space behind (a stale ACK)."""
 
-    def __init__(self, *args, paths, extras=ACK_EXTRAS, **kw):
+    def __init__(self, *args, paths, extras=ACK_EXTRAS, wide=False, **kw):
         super().__init__(*args, **kw)
         self.paths = paths
+        self.wide = wide
+        self.trigger = None                     # MR-TX-459: the PSN of the frame being taken
         self.extras = tuple(extras)
         self.x_rng = random.Random(kw.get("seed", 0) ^ 0xAC4)
         self.hist = defaultdict(list)           # (conn, path) -> the ACK records sent
@@ -1101,6 +1254,8 @@ class CoverageDriver(Driver):
         if len(q) == before:
             return                                  # the path's route down: no ACK
         a = q[-1]
+        if self.wide and self.trigger is not None:
+            a["psn"] = self.trigger
         self.kind_of[id(a)] = "ack"
         hist = self.hist[(conn, path)]
         r = self.x_rng
@@ -1117,17 +1272,34 @@ class CoverageDriver(Driver):
             elif kind == "nak":
                 x = dict(a, nak=1, psn=P.psn_add(a["cum"], r.randrange(8)),
                          reason=r.choice([int(v) for v in P.NakReason]), sack=0)
+                if self.wide:
+                    x["psn"] = r.randrange(P.PSN_MOD)
             else:
                 x = dict(a, ce_count=r.randrange(1 << 16), sport=r.randrange(1 << 16))
-                if r.random() < 0.5:
+                v = r.random()
+                if self.wide:
+                    x["psn"] = r.randrange(P.PSN_MOD)
+                    v *= 1.5
+                if v < 0.5:
                     x["path"] = r.randrange(self.paths, 256)
-                else:
+                elif v < 1:
                     x["sack"] = r.randrange(1, 1 << 256) | (1 << 255)
+                else:
+                    # MR-TX-459: a run sends fewer than 2^16 PSNs a path (and a path has at
+                    # most 256 unresolved), so this cum resolves none
+                    x["cum"], x["sack"] = r.randrange(1 << 16, P.PSN_MOD), 0
             if self.ack_delay:
                 q.append(self.cycle + self.ack_delay)
             q.append(x)
             self.kind_of[id(x)] = kind
         hist.append(a)
+
+    def _frame(self, raw, tuser=0):
+        if self.wide:
+            f = codec.decode(raw)
+            self.trigger = f.bth.psn if f.mrdh is not None else None
+        super()._frame(raw, tuser)
+        self.trigger = None
 
     def observe(self, inp, out):
         offer = self.ack_offer
@@ -1171,7 +1343,7 @@ def window_waits(sem: TxSchedModel):
     return out
 
 
-def coverage_batches(sem: TxSchedModel, params, lay, width, shape, n, *, seed=0):
+def coverage_batches(sem: TxSchedModel, params, lay, width, shape, n, *, seed=0, wide=True):
     """MR-TX-417: the coverage run's batches of one traffic shape (:data:`SHAPES`) on the
     instance ``params`` (models.tx.SMALL; ``sem`` its scheduler's model, ``lay`` the engine
     model's layouts), each on a fresh engine: ``[(name, items, rsps, driver)]``.
@@ -1186,34 +1358,71 @@ def coverage_batches(sem: TxSchedModel, params, lay, width, shape, n, *, seed=0)
     (an RTO 1,000 cycles: timers expire while traffic runs, tail probes among them).
     ``windows``: :func:`window_work` with connection 0's path windows at two MTUs and every ACK
     :data:`WINDOW_ACK_DELAY` cycles late (the waits of :func:`window_waits`). Every batch reads
-    the counters at its end."""
+    the counters at its end. ``wide`` (MR-TX-457..460; without it cov40's batches, which
+    :func:`late_fail_batch` keeps): :func:`coverage_traffic`'s, :func:`dead_traffic`'s and
+    :func:`window_work`'s wide work, the ACKs of :class:`CoverageDriver`'s ``wide``, every
+    batch on :func:`random_templates` and its clock (``now``) starting short of its wrap
+    (:func:`clock_start`)."""
     p_idle, p_bp = SHAPES[shape]
     paths = params["paths"]
     tmpls = templates(params["conns"], paths)
-    items, mem = coverage_traffic(sem, n, seed=seed, max_len=2500)
-    rsps = responses(sem, max(4, n // 5), mem, seed=seed, max_len=2500)
+    d_tmpls = random_templates(params["conns"], paths, seed + 7) if wide else tmpls
+    w_tmpls = random_templates(params["conns"], paths, seed + 11) if wide else tmpls
+    items, mem = coverage_traffic(sem, n, seed=seed, max_len=2500, wide=wide)
+    rsps = responses(sem, max(8, n // 2) if wide else max(4, n // 5), mem, seed=seed, max_len=2500)
     rsps[0]["err"], rsps[-1]["err"] = 0, 1          # one served and one refused, whatever the seed
-    kw = dict(p_idle=p_idle, p_bp=p_bp, p_axi=p_bp, counters=True, paths=paths, ns_per_cycle=40)
+    kw = dict(p_idle=p_idle, p_bp=p_bp, p_axi=p_bp, counters=True, paths=paths, ns_per_cycle=40,
+              wide=wide, extras=ACK_EXTRAS_WIDE if wide else ACK_EXTRAS)
     # MR-TX-105..107: in the shapes with idle cycles, both connections' windows set up, the
     # congestion control on and one path's every ACK echoing CE (tx_cc's configuration)
     cc = {}
     if p_idle:
         cc = dict(cw_setups=cc_setups(params, 0) + cc_setups(params, 1), ce_paths={(CC_CONN, CC_MARKED)},
                   cc={"cc_on": 1, "cc_beta_q": P.Q_ONE, "cc_cap": CC_CAP})
+        if wide:
+            cc.update(wide_windows(params, seed))
     out = [("traffic", items, rsps, CoverageDriver(lay, width, items, mem, random_templates(params["conns"], paths, seed),
                                                    seed=seed, loss=0.15, rsps=rsps, **cc, **kw))]
-    d_items, d_mem = traffic(sem, 6, seed=seed + 7, max_len=1200, bad_reads=3)
-    dead = CoverageDriver(lay, width, d_items, d_mem, tmpls, seed=seed + 7, loss=0.1, dead=(1,), **kw)
+    d_items, d_mem = dead_traffic(sem, seed=seed + 7, wide=wide)
+    dead = CoverageDriver(lay, width, d_items, d_mem, d_tmpls, seed=seed + 7, loss=0.1, dead=(1,), **kw)
     dead.jump_ns = 32 * 40_000
     out.append(("dead", d_items, [], dead))
-    w_items, w_mem = window_work(params)
+    w_items, w_mem = window_work(params, seed=seed + 11 if wide else None)
     setups = [dict(x, cwnd=2 * params["mtu"]) for x in cc_setups(params, 0)]
-    win = CoverageDriver(lay, width, w_items, w_mem, tmpls, seed=seed + 11, loss=0.0, p_ack=0.0,
-                         extras=(), cw_setups=setups, ack_delay=WINDOW_ACK_DELAY,
+    win = CoverageDriver(lay, width, w_items, w_mem, w_tmpls, seed=seed + 11, loss=0.0, p_ack=0.0,
+                         cw_setups=setups, ack_delay=WINDOW_ACK_DELAY,
                          cc={"cc_on": 1, "cc_beta_q": P.Q_ONE, "cc_cap": CC_CAP},
-                         ce_paths={(CC_CONN, CC_MARKED)}, **dict(kw, ns_per_cycle=4))
+                         ce_paths={(CC_CONN, CC_MARKED)}, **dict(kw, ns_per_cycle=4, extras=()))
     out.append(("windows", w_items, [], win))
+    if wide:
+        for (name, _, _, drv), span in zip(out, CLOCK_SPANS):
+            drv.now = clock_start(seed, name, drv.ns_per_cycle * span)
     return out
+
+
+def wide_windows(params, seed):
+    """MR-TX-461: the wide traffic batch's congestion windows: the cap (MR-CW-005: below 2^24)
+    and beta (at most 1, Q16) random, each path's window set up at a random size between its
+    floor (MR-CC-011) and the cap; ``{cw_setups, cc}`` for :class:`Driver`."""
+    from .cwnd import WIN_BITS
+    r = random.Random(seed ^ 0xC3D)
+    cap = r.randrange(CC_CAP, 1 << WIN_BITS)
+    setups = [dict(x, cwnd=r.randrange(x["floor"], cap + 1))
+              for x in cc_setups(params, 0) + cc_setups(params, 1)]
+    return {"cw_setups": setups,
+            "cc": {"cc_on": 1, "cc_beta_q": r.randrange(P.Q_ONE // 8, P.Q_ONE + 1), "cc_cap": cap}}
+
+
+#: MR-TX-460: how far short of its wrap (in cycles of the batch) each batch's clock starts:
+#: the traffic, dead and windows batches (their lengths: about 4,000-6,000, 5,000-11,000 with
+#: 1.28 ms jumps, and 10,000 cycles)
+CLOCK_SPANS = (2_000, 20_000, 5_000)
+
+
+def clock_start(seed, name, span_ns):
+    """MR-TX-460: a batch's first ``now``: 1 to ``span_ns`` ns short of the 32-bit clock's wrap
+    (MR-ENG-050), so that every time field's high bits are set and the run crosses the wrap."""
+    return P.TIME_MASK + 1 - random.Random(f"{seed}/{name}").randrange(1, span_ns)
 
 
 def late_fail_batch(sem: TxSchedModel, params, lay, width, *, seed=1, n=20, ns_per_cycle=200):
@@ -1222,7 +1431,8 @@ def late_fail_batch(sem: TxSchedModel, params, lay, width, *, seed=1, n=20, ns_p
     loaded data path): tail probes and resends of packets whose reads fail, a read error
     reported after its message completed and its slot was taken again (MR-TXS-412);
     ``(items, rsps, driver)``."""
-    for name, items, rsps, drv in coverage_batches(sem, params, lay, width, "none", n, seed=seed):
+    for name, items, rsps, drv in coverage_batches(sem, params, lay, width, "none", n, seed=seed,
+                                                   wide=False):
         if name == "traffic":
             drv.ns_per_cycle = ns_per_cycle
             return items, rsps, drv
@@ -1253,13 +1463,17 @@ def watch_late_fails(sem: TxSchedModel, *, ignore_lap=False):
 WINDOW_ACK_DELAY = 2500
 
 
-def window_work(params):
+def window_work(params, seed=None):
     """MR-TX-418: the windows batch's work: connection 1 one WRITE of 17 chunks (its chunk
     window, 16, closes while the ACKs are delayed), connection 0 one WRITE of 12 chunks (its
-    paths' windows set to two MTUs close); ``(items, memory layout)``."""
+    paths' windows set to two MTUs close); ``(items, memory layout)``. With a ``seed``
+    (MR-TX-457): on :func:`_place_sparse`'s memory, wr_ids random."""
     from .tx_sched_cases import wr_item
     mtu = params["mtu"]
     items = [wr_item(1, 0, 17 * mtu, wr_id=0), wr_item(0, 1, 12 * mtu, wr_id=1)]
+    if seed is not None:
+        _random_wr_ids(random.Random(seed ^ 0x3D0), items)
+        return _place_sparse(items, seed, 0)
     items[1]["laddr"] = 17 * mtu
     lay = Layout(29 * mtu + 4096)
     for w in items:

@@ -249,8 +249,11 @@ async def tx_coverage(dut):
     first = True
     for shape in shapes:
         counts = defaultdict(int)
+        # MR-TX-457: TX_COVERAGE_WIDE=0 runs cov40's batches (the figures before cov43's)
+        wide = os.environ.get("TX_COVERAGE_WIDE", "1") != "0"
         for name, items, rsps, drv in xc.coverage_batches(_sem(), SMALL, lay, width, shape, n,
-                                                          seed=seed * 100 + xc.shape_index(shape)):
+                                                          seed=seed * 100 + xc.shape_index(shape),
+                                                          wide=wide):
             if only and name != only:
                 continue
             assert first, "one batch a simulation (TX_COVERAGE_BATCH, METAROCE_COVERAGE_SHAPES)"

@@ -24,15 +24,21 @@ def _sem():
                         **{k: SMALL[k] for k in keys})
 
 
-def test_coverage_traffic_offers_every_opcode_and_status():
+@pytest.mark.parametrize("wide", [False, True])
+def test_coverage_traffic_offers_every_opcode_and_status(wide):
     """MR-TX-417: whatever the seed, the coverage traffic holds a good request of every opcode
     the TX sends and a refusal of each kind (LOC_QP_OP_ERR twice, LOC_LEN_ERR twice), and its
     every fifth request's payload lies in the host memory's error window (LOC_PROT_ERR);
-    wr_ids run 0..n-1."""
+    wr_ids run 0..n-1 (cov40's traffic) or, wide (MR-TX-457, MR-TX-458), are distinct and
+    random, with one directed READ and MR-TX-462's atomics more."""
     sem = _sem()
     for seed in (1, 2, 3):
-        items, mem = xc.coverage_traffic(sem, 5, seed=seed)
-        assert [w["wr_id"] for w in items] == list(range(len(items))) and len(items) == 5 + 11
+        items, mem = xc.coverage_traffic(sem, 5, seed=seed, wide=wide)
+        ids = [w["wr_id"] for w in items]
+        if wide:
+            assert len(set(ids)) == len(items) == 5 + 12 + 2 * xc.WIDE_ATOMICS and max(ids) >= 1 << 12
+        else:
+            assert ids == list(range(len(items))) and len(items) == 5 + 11
         good = {w["op"] for w in items if sem.wr_status(w) == STATUS_OK}
         assert good >= {OP_WRITE, OP_WRITE_IMM, OP_SEND, OP_SEND_IMM, OP_READ, OP_CMP_SWAP, OP_FETCH_ADD}
         refused = [sem.wr_status(w) for w in items]
@@ -84,7 +90,7 @@ def _cli(*args):
 @pytest.mark.slow
 def test_coverage_tx_end_to_end(tmp_path):
     """MR-TX-416, MR-TX-420: ``metaroce coverage tx --shapes both`` (20 random work requests, its
-    three batches: about 25,000 cycles, 10-15 minutes on a loaded machine): RTL and model agree
+    three batches of the wide traffic, MR-TX-457..462: about 30,000 cycles, 10-15 minutes on a loaded machine): RTL and model agree
     on every cycle of every batch, the checker and the counters (MR-TX-420) pass, every
     functional bin is hit, line and toggle points were counted and the toggle exclusions name
     their reasons (MR-TX-419)."""
@@ -153,3 +159,107 @@ def test_tx_descriptor_exclusions():
     s = cov.summarise(pts, None, cov.tx_exclusions(pts))
     assert sum(s["toggle"]["excluded"].values()) == 5
     assert set(s["toggle"]["uncovered"]) == {p.text for p in pts[5:]}
+
+
+def test_sparse_host_memory_and_placement():
+    """MR-TX-457: the sparse host memory's bytes are a fixed function of their address (two
+    overlapping reads agree, near the top of the space too) and vary; the wide traffic's
+    payloads lie across the 64-bit space (some above 2^32, some below), each failing read's
+    payload in an error range and no good one in any (so its status is LOC_PROT_ERR exactly
+    when it is one of every fifth); the error range's bursts are answered with an error. The
+    negative control: cov40's traffic keeps its payloads in the flat memory's two windows."""
+    import random as _random
+    lay = xc.SparseLayout()
+    mem = xc.SparseHostMemory(lay, 64, _random.Random(1), p_bp=0, p_gap=0, latency=(1, 1))
+    for a in (0, 12345, (1 << 64) - 64):
+        assert mem.read(a, 40)[3:] == mem.read(a + 3, 37) and len(set(mem.read(a, 40))) > 8
+    sem = _sem()
+    items, lay = xc.coverage_traffic(sem, 20, seed=4)
+    addrs = [w["laddr"] for w in items]
+    assert max(addrs) >= 1 << 63 and min(addrs) < 1 << 32 and max(a for a in addrs if a < 1 << 32) >= 1 << 24
+    for i, w in enumerate(items):
+        assert lay.in_bad(w["laddr"]) == (i % 5 == 4)
+        ln = w["length"] if w["length"] <= 1 << 31 else 0
+        assert w["laddr"] + ln + xc.SPARSE_MARGIN <= 1 << 64
+    bad = next(w for i, w in enumerate(items) if i % 5 == 4)
+    m = xc.SparseHostMemory(lay, 64, _random.Random(2), p_bp=0, p_gap=0, latency=(1, 1))
+    m._burst((bad["laddr"], 0, 3, 1, 0), 0)
+    m._burst((items[0]["laddr"], 0, 3, 1, 0), 0)
+    assert m.beats[0][2] != 0 and m.beats[1][2] == 0
+    flat, flay = xc.coverage_traffic(sem, 20, seed=4, wide=False)
+    assert all(flay.base <= w["laddr"] < flay.bad_base + flay.size for w in flat)
+
+
+def test_wide_lengths():
+    """MR-TX-458: the wide traffic holds a good READ of the longest length a READ may name
+    (one byte more is refused: the negative control), and the dead batch's work a WRITE and a
+    SEND_IMM on the dead connection 1 of at least half that length, taken (not refused)."""
+    from metaroce.models.tx_sched_cases import wr_item
+    sem = _sem()
+    big = xc.largest_read(sem)
+    assert big == (1 << 20) * SMALL["mtu"]
+    items, _ = xc.coverage_traffic(sem, 5, seed=7)
+    assert any(w["op"] == OP_READ and w["length"] == big and sem.wr_status(w) == STATUS_OK for w in items)
+    assert sem.wr_status(wr_item(0, 0, big + 1, wr_id=0, op=OP_READ)) == STATUS_LOC_LEN_ERR
+    d_items, _ = xc.dead_traffic(sem, seed=8)
+    long_ = [w for w in d_items if w["length"] >= big // 2 and sem.wr_status(w) == STATUS_OK]
+    assert sorted(w["op"] for w in long_) == [OP_WRITE, OP_SEND_IMM] and {w["conn"] for w in long_} == {1}
+
+
+def test_bad_ack_cum_resolves_none():
+    """MR-TX-459: a cumulative PSN of at least 2^16 with no SACK bits resolves none of a path
+    whose PSNs run below 2^16 with at most 256 unresolved (bad or stale:
+    ``protocol.sack_resolve``'s n <= 0); the negative control: a cum inside the unresolved
+    span resolves some."""
+    import random as _random
+    from metaroce.models import protocol as P
+    r = _random.Random(3)
+    for _ in range(2000):
+        floor = r.randrange(1 << 16)
+        nxt = min(floor + r.randrange(257), (1 << 16) - 1)
+        cum = r.randrange(1 << 16, P.PSN_MOD)
+        assert P.sack_resolve(floor, nxt, cum, 0)[0] <= 0
+        if nxt > floor:
+            assert P.sack_resolve(floor, nxt, r.randrange(floor + 1, nxt + 1), 0)[0] > 0
+
+
+def test_wide_batch_on_the_model():
+    """MR-TX-457..460 on the cycle model alone: the wide ``traffic`` batch of the shape ``none``
+    (3 random requests) runs to its end with the checker and the counters passing, its clock
+    starting short of the 32-bit wrap (``clock_start``, within its span) and crossing it,
+    its payloads read from addresses above 2^32."""
+    from metaroce.models import protocol as P
+    from metaroce.models.driver import run_alone
+    from metaroce.models.tx import TxCycleModel
+    lay = TxCycleModel(64, **SMALL).lay
+    name, items, rsps, drv = xc.coverage_batches(_sem(), SMALL, lay, 64, "none", 3, seed=5)[0]
+    assert name == "traffic"
+    start = drv.now
+    assert 0 < P.TIME_MASK + 1 - start < xc.CLOCK_SPANS[0] * drv.ns_per_cycle
+    model = TxCycleModel(64, **SMALL)
+    drv.sem = model.sched.sem
+    run_alone(model, drv)
+    summary = xc.check(_sem(), items, drv, rsps)
+    xc.check_counters(drv, summary["probes"])
+    assert drv.now < start and summary["frames"] > 10
+    assert any(addr >= 1 << 32 for addr, _ in drv.mem.bursts)
+
+
+def test_wide_windows_within_bounds():
+    """MR-TX-461: the wide traffic's windows configuration stays within MR-CW-004/005's bounds
+    (cap below 2^24, beta at most 1, each path's window between its floor and the cap) and
+    varies with the seed; without idle cycles (the shape ``none``) no window is set up."""
+    from metaroce.models import protocol as P
+    caps = set()
+    for seed in range(20):
+        w = xc.wide_windows(SMALL, seed)
+        cap, beta = w["cc"]["cc_cap"], w["cc"]["cc_beta_q"]
+        caps.add(cap)
+        assert xc.CC_CAP <= cap < 1 << 24 and 0 < beta <= P.Q_ONE
+        assert len(w["cw_setups"]) == 2 * SMALL["paths"]
+        assert all(x["floor"] <= x["cwnd"] <= cap for x in w["cw_setups"])
+    assert len(caps) == 20
+    from metaroce.models.tx import TxCycleModel
+    lay = TxCycleModel(64, **SMALL).lay
+    drv = xc.coverage_batches(_sem(), SMALL, lay, 64, "none", 1, seed=1)[0][3]
+    assert not drv.cw_setups and not drv.cc
