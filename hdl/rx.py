@@ -263,6 +263,16 @@ def _window_tests(psn, psn_hi_m1, cum, high):
     return Cat(_cum_tests(psn, psn_hi_m1, cum), psn != high, ~(psn[23] ^ high[23] ^ (psn[:23] < high[:23])))
 
 
+def _near_slide(in_win, dist_lo, psn_hi, cum_hi):
+    """MR-RX-311, MR-RX-024/025: S4's ``Cat(near, slide)`` for a PSN in the window (``in_win``
+    of :func:`_cum_tests`, ``dist_lo`` = ``psn[:9] - cum[:9]``): ``near``, ``psn - cum`` in
+    1 .. 256 (the ring lookup counts); ``slide``, ``psn - cum`` in 257 .. 512. MR-RX-323: the
+    two never hold together, nor ``near`` at ``cum`` (``dist_lo`` 0)."""
+    near = in_win & (dist_lo != 0) & (~dist_lo[8] | (dist_lo[:8] == 0))
+    slide = in_win & ((dist_lo[8] & dist_lo[:8].any()) | ((dist_lo == 0) & (psn_hi != cum_hi)))
+    return Cat(near, slide)
+
+
 #: MR-RX-119, MR-FLOW-028: the tables whose read data is never used from a cycle that writes
 #: the row read: each is read only through :func:`_registered_row`, which takes that cycle's
 #: write instead. The connection, key, receive and READ tables are not among them: a record
@@ -283,6 +293,10 @@ SLOW_FWD_FIELDS = ("cum", "ring")
 # 512-bit ones, for the negative controls)
 RING_NEAR = True
 RING_PAST = True
+# MR-RX-323, MR-RX-324: `slow`, S4's new `cum` and `ring` and the rotator's amount from S4's
+# verdict terms without the ring lookup (False: from `accepted`, the same function, for the depth
+# comparison; only with RING_NEAR, whose wrong form the lookup-free terms do not reproduce)
+LOOKUP_FREE = True
 # MR-RX-205: the forwarded candidate's message-done test from S4's rest less S5's plen
 # (False: through S5's placed-bytes adder, the same function, for the depth comparison)
 NX_DONE = True
@@ -1195,7 +1209,8 @@ class Rx(wiring.Component):
         # MR-RX-310: the ring holds cum+1 .. cum+256 only (bit psn mod 256): the PSN at cum and
         # a slide's (cum+257 .. cum+512) alias onto window bits, so the lookup counts only for
         # a PSN `near` (psn - cum in 1 .. 256)
-        near = in_win & (dist_lo != 0) & (~dist_lo[8] | (dist_lo[:8] == 0))
+        near, slide = Signal(), Signal()
+        m.d.comb += Cat(near, slide).eq(_near_slide(in_win, dist_lo, psn_hi, cum_hi))
         ring_hit = (near if RING_NEAR else in_win) & ring_bit
         new = in_win & ~ring_hit
         dup = behind | ring_hit
@@ -1207,7 +1222,6 @@ class Rx(wiring.Component):
         pending = Signal(4)
         m.d.comb += pending.eq(row.pending + 1)
         ack_now = s4_carry.ack_req | gap | (pending >= ack_every) | onset
-        slide = in_win & ((dist_lo[8] & dist_lo[:8].any()) | ((dist_lo == 0) & (psn_hi != cum_hi)))
 
         # without `advance`: every use of these terms is a register loaded on `advance` or the
         # path table's write, whose enable takes it (`hold` -> `advance` was the head of the
@@ -1227,7 +1241,14 @@ class Rx(wiring.Component):
         gen_next = Signal(GEN_BITS)
         m.d.comb += gen_next.eq(gen + 1)
         arm = accepted & ~ack_now & (row.pending == 0) & (ack_delay != 0)
-        slow = accepted & ((at_cum & next_bit) | slide)
+        # MR-RX-323: a PSN at cum or a slide is never `near`, so for it `new` is `in_win`, which
+        # at_cum and slide imply: `slow` takes S4's verdict terms without the ring lookup
+        # (accepted's, the same function; the lookup out of `hold`'s cone)
+        lookup_free = LOOKUP_FREE and RING_NEAR
+        slow_ok = ok & ~tmr & ~s4_late & ~sv_refused & ~rsc_rnr
+        slow_in = slow_ok if lookup_free else accepted
+        slow_fill = slow_in & at_cum & next_bit     # a filled gap (S4 moves cum; a slide's stays)
+        slow = slow_fill | (slow_in & slide)
         nrow = Signal(lay.path_mem)
         m.d.comb += nrow.eq(row)
         with m.If(duplicate | t_fire):
@@ -1243,6 +1264,12 @@ class Rx(wiring.Component):
             with m.Else():
                 m.d.comb += [nrow.ce.eq(ce_new), nrow.pending.eq(pending),
                              nrow.last_psn.eq(psn), nrow.last_sport.eq(s4_carry.sport)]
+        if lookup_free:
+            # MR-RX-324 (the same function): at cum `accepted` is `slow_ok` (never near, never a
+            # duplicate); a looked-up bit that is set is the arrival's own, so setting it again
+            # changes nothing: `cum` and `ring` without the lookup (after the chain: these win)
+            m.d.comb += [nrow.cum.eq(Mux(slow_ok & at_cum, s4_psn_p1, cum)),
+                         nrow.ring.eq(row.ring | Mux(slow_ok & near, s4_oh, 0))]
         is_nak = (s4_valid & s4_bad & s4_static_nak) | out_nak | late_nak
         send_ack = duplicate | (accepted & ack_now) | t_fire
         final = Mux(s4_bad, s4_code, Mux(outside, RxCode.PSN_WINDOW,
@@ -1275,7 +1302,8 @@ class Rx(wiring.Component):
         with m.If(advance):
             m.d.sync += [sl_cum.eq(cum), sl_addr.eq(s4_carry.row), sl_cum_hi_p1.eq((cum_hi + 1)[:15]),
                          sl_dist.eq(dist_lo), sl_slide.eq(slide), sl_step.eq(at_cum), sl_oh.eq(s4_oh),
-                         rot_amt.eq(_rot_amt_next(slow, cum[:9], nrow.cum[:9])),
+                         # MR-RX-324: a slide leaves S4's cum as it is, so the fill's `slow` selects
+                         rot_amt.eq(_rot_amt_next(slow_fill if lookup_free else slow, cum[:9], nrow.cum[:9])),
                          hold.eq(Mux(slow, HOLD_CYCLES, 0)), holding.eq(slow), slow_write.eq(0)]
         with m.Else():
             m.d.sync += [hold.eq(hold - 1), holding.eq(hold != 1), slow_write.eq(hold == 2)]

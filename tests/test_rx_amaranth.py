@@ -131,6 +131,34 @@ def test_ring_alias_catches_wrong(flag, monkeypatch):
         run_lockstep(64, s, rc.within_slots(s, rc.ring_alias_cases(s)), seed=9, p_idle=0.1, p_bp=0.2, share=False)
 
 
+def test_slow_terms_never_near():
+    """MR-RX-323: S4's window terms as the RTL builds them (``_window_tests``, ``_near_slide``)
+    for PSNs ``cum - 600 .. cum + 1100`` around cums across the 512-PSN halves and the 24-bit
+    wrap: at_cum is distance 0, near 1..256, slide 257..512, in_win 0..512; so a PSN at cum or a
+    slide is in the window and never near, and `slow` needs no ring lookup."""
+    from amaranth.hdl import Cat, Signal
+    from metaroce.hdl.rx import _near_slide, _window_tests
+    m = Module()
+    psn, cum, psn_hi_m1, dist_lo = Signal(24), Signal(24), Signal(15), Signal(9)
+    win, ns = Signal(5), Signal(2)
+    m.d.comb += [psn_hi_m1.eq(psn[9:] - 1), dist_lo.eq(psn[:9] - cum[:9]),
+                 win.eq(_window_tests(psn, psn_hi_m1, cum, cum)),
+                 ns.eq(_near_slide(win[0], dist_lo, psn[9:], cum[9:]))]
+    sim = Simulator(m)
+    full = 1 << 24
+
+    async def bench(ctx):
+        for c in (0, 5, 255, 256, 511, 512, 0x123456, full - 300, full - 1):
+            ctx.set(cum, c)
+            for d in range(-600, 1100):
+                ctx.set(psn, (c + d) % full)
+                in_win, at_cum, near, slide = ctx.get(win[0]), ctx.get(win[2]), ctx.get(ns[0]), ctx.get(ns[1])
+                assert (in_win, at_cum, near, slide) == (0 <= d <= 512, d == 0, 1 <= d <= 256, 257 <= d <= 512), (c, d)
+
+    sim.add_testbench(bench)
+    sim.run()
+
+
 def test_slow_row_from_write_register_catches_wrong_cycle(monkeypatch):
     """MR-RX-125 (negative control): sl_row takes the slow record's new row from the path
     table's write register in H1, the one cycle that register holds it; loaded one hold cycle
