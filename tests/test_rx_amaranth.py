@@ -136,7 +136,7 @@ def test_slow_terms_never_near():
     for PSNs ``cum - 600 .. cum + 1100`` around cums across the 512-PSN halves and the 24-bit
     wrap: at_cum is distance 0, near 1..256, slide 257..512, in_win 0..512; so a PSN at cum or a
     slide is in the window and never near, and `slow` needs no ring lookup."""
-    from amaranth.hdl import Cat, Signal
+    from amaranth.hdl import Signal
     from metaroce.hdl.rx import _near_slide, _window_tests
     m = Module()
     psn, cum, psn_hi_m1, dist_lo = Signal(24), Signal(24), Signal(15), Signal(9)
