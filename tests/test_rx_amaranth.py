@@ -131,24 +131,21 @@ def test_ring_alias_catches_wrong(flag, monkeypatch):
         run_lockstep(64, s, rc.within_slots(s, rc.ring_alias_cases(s)), seed=9, p_idle=0.1, p_bp=0.2, share=False)
 
 
-def test_slow_terms_never_near():
-    """MR-RX-323: S4's window terms as the RTL builds them (``_window_tests``, ``_near_slide``)
-    for PSNs ``cum - 600 .. cum + 1100`` around cums across the 512-PSN halves and the 24-bit
-    wrap: at_cum is distance 0, near 1..256, slide 257..512, in_win 0..512; so a PSN at cum or a
-    slide is in the window and never near, and `slow` needs no ring lookup."""
+def _check_window_terms(near_slide, cums=(0, 5, 255, 256, 511, 512, 0x123456, (1 << 24) - 300, (1 << 24) - 1)):
+    """S4's window terms (``_window_tests`` and ``near_slide``) against the distances they stand for."""
     from amaranth.hdl import Signal
-    from metaroce.hdl.rx import _near_slide, _window_tests
+    from metaroce.hdl.rx import _window_tests
     m = Module()
     psn, cum, psn_hi_m1, dist_lo = Signal(24), Signal(24), Signal(15), Signal(9)
     win, ns = Signal(5), Signal(2)
     m.d.comb += [psn_hi_m1.eq(psn[9:] - 1), dist_lo.eq(psn[:9] - cum[:9]),
                  win.eq(_window_tests(psn, psn_hi_m1, cum, cum)),
-                 ns.eq(_near_slide(win[0], dist_lo, psn[9:], cum[9:]))]
+                 ns.eq(near_slide(win[0], dist_lo, psn[9:], cum[9:]))]
     sim = Simulator(m)
     full = 1 << 24
 
     async def bench(ctx):
-        for c in (0, 5, 255, 256, 511, 512, 0x123456, full - 300, full - 1):
+        for c in cums:
             ctx.set(cum, c)
             for d in range(-600, 1100):
                 ctx.set(psn, (c + d) % full)
@@ -157,6 +154,23 @@ def test_slow_terms_never_near():
 
     sim.add_testbench(bench)
     sim.run()
+
+
+def test_slow_terms_never_near():
+    """MR-RX-323, MR-RX-325: S4's window terms as the RTL builds them (``_window_tests``,
+    ``_near_slide``) for PSNs ``cum - 600 .. cum + 1100`` around cums across the 512-PSN halves
+    and the 24-bit wrap: at_cum is distance 0, near 1..256, slide 257..512, in_win 0..512; so a
+    PSN at cum or a slide is in the window and never near, and `slow` needs no ring lookup. The
+    negative control: a `near` that also counts at distance 0 fails the check."""
+    from amaranth.hdl import Cat
+    from metaroce.hdl.rx import _near_slide
+    _check_window_terms(_near_slide)
+
+    def near_at_cum_too(in_win, dist_lo, psn_hi, cum_hi):
+        return Cat(in_win & (~dist_lo[8] | (dist_lo[:8] == 0)), _near_slide(in_win, dist_lo, psn_hi, cum_hi)[1])
+
+    with pytest.raises(AssertionError):
+        _check_window_terms(near_at_cum_too, cums=(5,))
 
 
 def test_slow_row_from_write_register_catches_wrong_cycle(monkeypatch):
