@@ -109,7 +109,8 @@ def test_slow_updates(kind):
     update, the next record's read after its write), then rows with random SACKs written through
     s_cfg (stored as the ring) and the runs, fills and slides of the toggle stimulus. MR-RX-125:
     the slow update's row copy, loaded in H1 from the path table's write register, is what H5
-    writes back. MR-RX-280: the rotator's amount register (the hold's cum) in H1's and H4's turns."""
+    writes back. MR-RX-280: the rotator's amount register (the hold's cum) in H1's and H4's turns;
+    MR-RX-323/324: the hold started, S4's cum, ring and the amount from the lookup-free terms."""
     s = rc.Setup(*SMALL, seed=16, ack_every=1)
     cases = rc.burst_slow(s, 20, kind=kind, plen=5)
     if kind == "fill":
@@ -157,10 +158,11 @@ def _check_window_terms(near_slide, cums=(0, 5, 255, 256, 511, 512, 0x123456, (1
 
 
 def test_slow_terms_never_near():
-    """MR-RX-323, MR-RX-325: S4's window terms as the RTL builds them (``_window_tests``,
+    """MR-RX-323, MR-RX-324, MR-RX-325: S4's window terms as the RTL builds them (``_window_tests``,
     ``_near_slide``) for PSNs ``cum - 600 .. cum + 1100`` around cums across the 512-PSN halves
     and the 24-bit wrap: at_cum is distance 0, near 1..256, slide 257..512, in_win 0..512; so a
-    PSN at cum or a slide is in the window and never near, and `slow` needs no ring lookup. The
+    PSN at cum or a slide is in the window and never near, so `slow` and S4's new cum need no
+    ring lookup (and a near PSN's set needs none: a hit is the arrival's own bit). The
     negative control: a `near` that also counts at distance 0 fails the check."""
     from amaranth.hdl import Cat
     from metaroce.hdl.rx import _near_slide
