@@ -139,6 +139,23 @@ def _add_prefix(a, b, carry_in=0, chain=False):
     return Cat(*[p[i] ^ carries[i] for i in range(n)], carries[n])
 
 
+def _sub_prefix(a, subs, chain=False):
+    """MR-RX-326: ``a - sum(subs)`` modulo ``2 ** len(a)`` (one or two subtrahends, each at most
+    ``len(a)`` bits) by one :func:`_add_prefix`: ``a + ~b + 1``; for two, a carry-save step
+    first (``a + ~b + ~c`` is ``x + 2y``, the bitwise sum and majority), then ``x + 2y + 2`` as
+    ``x + (2y | 1)`` with a carry in of 1: the same function as Amaranth's ``-``, one prefix
+    tree (or one carry chain) in place of one or two ripple subtracts."""
+    n = len(a)
+    nots = [~Cat(b, Const(0, n - len(b))) if len(b) < n else ~b[:n] for b in subs]
+    if len(nots) == 1:
+        return _add_prefix(a, nots[0], 1, chain=chain)[:n]
+    assert len(nots) == 2
+    b, c = nots
+    x = a ^ b ^ c
+    y = (a & b) | (a & c) | (b & c)
+    return _add_prefix(x, Cat(Const(1, 1), y[:n - 1]), 1, chain=chain)[:n]
+
+
 def _rotate(m, value, amount, *, left, name="rot"):
     """``value`` rotated by ``amount`` bits (a Value), one 2:1 mux stage per bit of ``amount``
     (two stages fit one 6-LUT): the PSN-indexed SACK ring's moves (MR-RX-013). Each stage is a
@@ -1622,7 +1639,8 @@ class Rx(wiring.Component):
         m_rest = Signal(32)
         with m.If(advance):
             m.d.sync += [*[r.eq(s3_carry.msg - j) for j, r in enumerate(s4_msg_minus)],
-                         s4_rest.eq(s3_carry.msg_len - s3_carry.plen),
+                         # MR-RX-326: the prefix form (the generic flow's ripple subtract was 10+ levels)
+                         s4_rest.eq(_sub_prefix(s3_carry.msg_len, [s3_carry.plen], chain)),
                          *[r.eq(r4) for r, r4 in zip(m_msg_minus, s4_msg_minus)], m_rest.eq(s4_rest)]
 
         ent_w = 1 + EPOCH_BITS
@@ -1748,7 +1766,7 @@ class Rx(wiring.Component):
             # registered as the records move, so no adder precedes the compare (MR-RX-205)
             s4_rest_m5 = Signal(32)
             with m.If(advance):
-                m.d.sync += s4_rest_m5.eq(s3_carry.msg_len - s3_carry.plen - s4_carry.plen)
+                m.d.sync += s4_rest_m5.eq(_sub_prefix(s3_carry.msg_len, [s3_carry.plen, s4_carry.plen], chain))
             k4 = s4_rec.msg[:slot_bits] if slot_bits else Const(0, 1)
             k5 = mc.msg[:slot_bits] if slot_bits else Const(0, 1)
             if NXW_SHARED:

@@ -387,6 +387,49 @@ def test_add_prefix_forms_equal():
     sim.run()
 
 
+def test_sub_prefix_forms_equal():
+    """MR-RX-326: ``_sub_prefix`` (S4's ``msg_len - plen`` and ``msg_len - plen - plen4``: one
+    prefix adder, after a carry-save step for two) equals the subtraction modulo 2**32 in both
+    forms (prefix tree; ``chain``, the ECP5 build's carry chain), on the edge values and random
+    ones; a wrong form (the carry-save step's +2 as +1) fails the check."""
+    import random
+    from amaranth.hdl import Cat, Const, Signal
+    from metaroce.hdl.rx import _add_prefix, _sub_prefix
+    m = Module()
+    a, b, c = Signal(32), Signal(16), Signal(16)
+    outs = {}
+    for chain in (False, True):
+        for k in (1, 2):
+            o = Signal(32, name=f"o{k}_{int(chain)}")
+            m.d.comb += o.eq(_sub_prefix(a, [b, c][:k], chain=chain))
+            outs[k, chain] = o
+    # the negative control: +1 in place of +2 after the carry-save step
+    x = a ^ ~Cat(b, Const(0, 16)) ^ ~Cat(c, Const(0, 16))
+    bn, cn = ~Cat(b, Const(0, 16)), ~Cat(c, Const(0, 16))
+    y = (a & bn) | (a & cn) | (bn & cn)
+    wrong = Signal(32)
+    m.d.comb += wrong.eq(_add_prefix(x, Cat(Const(0, 1), y[:31]), 1)[:32])
+    rng = random.Random(11)
+    sim = Simulator(m)
+    misses = []
+
+    async def bench(ctx):
+        vals = [(0, 0, 0), (0, 0xFFFF, 0xFFFF), ((1 << 32) - 1, 0, 1), (5, 5, 0), (1 << 31, 1, 1)]
+        vals += [(rng.getrandbits(32), rng.getrandbits(16), rng.getrandbits(16)) for _ in range(60)]
+        for va, vb, vc in vals:
+            ctx.set(a, va)
+            ctx.set(b, vb)
+            ctx.set(c, vc)
+            for (k, chain), o in outs.items():
+                want = (va - vb - (vc if k == 2 else 0)) % (1 << 32)
+                assert ctx.get(o) == want, (k, chain, va, vb, vc)
+            misses.append(ctx.get(wrong) != (va - vb - vc) % (1 << 32))
+
+    sim.add_testbench(bench)
+    sim.run()
+    assert all(misses)
+
+
 @pytest.mark.parametrize("wide", [False, True, "small", "chain"])
 def test_piece_counters(wide):
     """MR-RX-047: the counters without a carry chain (small pieces here, so that carries cross
