@@ -139,6 +139,23 @@ def _add_prefix(a, b, carry_in=0, chain=False):
     return Cat(*[p[i] ^ carries[i] for i in range(n)], carries[n])
 
 
+def _sub_prefix(a, subs, chain=False):
+    """MR-RX-326: ``a - sum(subs)`` modulo ``2 ** len(a)`` (one or two subtrahends, each at most
+    ``len(a)`` bits) by one :func:`_add_prefix`: ``a + ~b + 1``; for two, a carry-save step
+    first (``a + ~b + ~c`` is ``x + 2y``, the bitwise sum and majority), then ``x + 2y + 2`` as
+    ``x + (2y | 1)`` with a carry in of 1: the same function as Amaranth's ``-``, one prefix
+    tree (or one carry chain) in place of one or two ripple subtracts."""
+    n = len(a)
+    nots = [~Cat(b, Const(0, n - len(b))) if len(b) < n else ~b[:n] for b in subs]
+    if len(nots) == 1:
+        return _add_prefix(a, nots[0], 1, chain=chain)[:n]
+    assert len(nots) == 2
+    b, c = nots
+    x = a ^ b ^ c
+    y = (a & b) | (a & c) | (b & c)
+    return _add_prefix(x, Cat(Const(1, 1), y[:n - 1]), 1, chain=chain)[:n]
+
+
 def _rotate(m, value, amount, *, left, name="rot"):
     """``value`` rotated by ``amount`` bits (a Value), one 2:1 mux stage per bit of ``amount``
     (two stages fit one 6-LUT): the PSN-indexed SACK ring's moves (MR-RX-013). Each stage is a
@@ -263,6 +280,16 @@ def _window_tests(psn, psn_hi_m1, cum, high):
     return Cat(_cum_tests(psn, psn_hi_m1, cum), psn != high, ~(psn[23] ^ high[23] ^ (psn[:23] < high[:23])))
 
 
+def _near_slide(in_win, dist_lo, psn_hi, cum_hi):
+    """MR-RX-311, MR-RX-024/025: S4's ``Cat(near, slide)`` for a PSN in the window (``in_win``
+    of :func:`_cum_tests`, ``dist_lo`` = ``psn[:9] - cum[:9]``): ``near``, ``psn - cum`` in
+    1 .. 256 (the ring lookup counts); ``slide``, ``psn - cum`` in 257 .. 512. MR-RX-323: the
+    two never hold together, nor ``near`` at ``cum`` (``dist_lo`` 0)."""
+    near = in_win & (dist_lo != 0) & (~dist_lo[8] | (dist_lo[:8] == 0))
+    slide = in_win & ((dist_lo[8] & dist_lo[:8].any()) | ((dist_lo == 0) & (psn_hi != cum_hi)))
+    return Cat(near, slide)
+
+
 #: MR-RX-119, MR-FLOW-028: the tables whose read data is never used from a cycle that writes
 #: the row read: each is read only through :func:`_registered_row`, which takes that cycle's
 #: write instead. The connection, key, receive and READ tables are not among them: a record
@@ -283,6 +310,10 @@ SLOW_FWD_FIELDS = ("cum", "ring")
 # 512-bit ones, for the negative controls)
 RING_NEAR = True
 RING_PAST = True
+# MR-RX-323, MR-RX-324: `slow`, S4's new `cum` and `ring` and the rotator's amount from S4's
+# verdict terms without the ring lookup (False: from `accepted`, the same function, for the depth
+# comparison; only with RING_NEAR, whose wrong form the lookup-free terms do not reproduce)
+LOOKUP_FREE = True
 # MR-RX-205: the forwarded candidate's message-done test from S4's rest less S5's plen
 # (False: through S5's placed-bytes adder, the same function, for the depth comparison)
 NX_DONE = True
@@ -1195,7 +1226,8 @@ class Rx(wiring.Component):
         # MR-RX-310: the ring holds cum+1 .. cum+256 only (bit psn mod 256): the PSN at cum and
         # a slide's (cum+257 .. cum+512) alias onto window bits, so the lookup counts only for
         # a PSN `near` (psn - cum in 1 .. 256)
-        near = in_win & (dist_lo != 0) & (~dist_lo[8] | (dist_lo[:8] == 0))
+        near, slide = Signal(), Signal()
+        m.d.comb += Cat(near, slide).eq(_near_slide(in_win, dist_lo, psn_hi, cum_hi))
         ring_hit = (near if RING_NEAR else in_win) & ring_bit
         new = in_win & ~ring_hit
         dup = behind | ring_hit
@@ -1207,7 +1239,6 @@ class Rx(wiring.Component):
         pending = Signal(4)
         m.d.comb += pending.eq(row.pending + 1)
         ack_now = s4_carry.ack_req | gap | (pending >= ack_every) | onset
-        slide = in_win & ((dist_lo[8] & dist_lo[:8].any()) | ((dist_lo == 0) & (psn_hi != cum_hi)))
 
         # without `advance`: every use of these terms is a register loaded on `advance` or the
         # path table's write, whose enable takes it (`hold` -> `advance` was the head of the
@@ -1227,7 +1258,14 @@ class Rx(wiring.Component):
         gen_next = Signal(GEN_BITS)
         m.d.comb += gen_next.eq(gen + 1)
         arm = accepted & ~ack_now & (row.pending == 0) & (ack_delay != 0)
-        slow = accepted & ((at_cum & next_bit) | slide)
+        # MR-RX-323: a PSN at cum or a slide is never `near`, so for it `new` is `in_win`, which
+        # at_cum and slide imply: `slow` takes S4's verdict terms without the ring lookup
+        # (accepted's, the same function; the lookup out of `hold`'s cone)
+        lookup_free = LOOKUP_FREE and RING_NEAR
+        slow_ok = ok & ~tmr & ~s4_late & ~sv_refused & ~rsc_rnr
+        slow_in = slow_ok if lookup_free else accepted
+        slow_fill = slow_in & at_cum & next_bit     # a filled gap (S4 moves cum; a slide's stays)
+        slow = slow_fill | (slow_in & slide)
         nrow = Signal(lay.path_mem)
         m.d.comb += nrow.eq(row)
         with m.If(duplicate | t_fire):
@@ -1243,6 +1281,12 @@ class Rx(wiring.Component):
             with m.Else():
                 m.d.comb += [nrow.ce.eq(ce_new), nrow.pending.eq(pending),
                              nrow.last_psn.eq(psn), nrow.last_sport.eq(s4_carry.sport)]
+        if lookup_free:
+            # MR-RX-324 (the same function): at cum `accepted` is `slow_ok` (never near, never a
+            # duplicate); a looked-up bit that is set is the arrival's own, so setting it again
+            # changes nothing: `cum` and `ring` without the lookup (after the chain: these win)
+            m.d.comb += [nrow.cum.eq(Mux(slow_ok & at_cum, s4_psn_p1, cum)),
+                         nrow.ring.eq(row.ring | Mux(slow_ok & near, s4_oh, 0))]
         is_nak = (s4_valid & s4_bad & s4_static_nak) | out_nak | late_nak
         send_ack = duplicate | (accepted & ack_now) | t_fire
         final = Mux(s4_bad, s4_code, Mux(outside, RxCode.PSN_WINDOW,
@@ -1275,7 +1319,8 @@ class Rx(wiring.Component):
         with m.If(advance):
             m.d.sync += [sl_cum.eq(cum), sl_addr.eq(s4_carry.row), sl_cum_hi_p1.eq((cum_hi + 1)[:15]),
                          sl_dist.eq(dist_lo), sl_slide.eq(slide), sl_step.eq(at_cum), sl_oh.eq(s4_oh),
-                         rot_amt.eq(_rot_amt_next(slow, cum[:9], nrow.cum[:9])),
+                         # MR-RX-324: a slide leaves S4's cum as it is, so the fill's `slow` selects
+                         rot_amt.eq(_rot_amt_next(slow_fill if lookup_free else slow, cum[:9], nrow.cum[:9])),
                          hold.eq(Mux(slow, HOLD_CYCLES, 0)), holding.eq(slow), slow_write.eq(0)]
         with m.Else():
             m.d.sync += [hold.eq(hold - 1), holding.eq(hold != 1), slow_write.eq(hold == 2)]
@@ -1594,7 +1639,8 @@ class Rx(wiring.Component):
         m_rest = Signal(32)
         with m.If(advance):
             m.d.sync += [*[r.eq(s3_carry.msg - j) for j, r in enumerate(s4_msg_minus)],
-                         s4_rest.eq(s3_carry.msg_len - s3_carry.plen),
+                         # MR-RX-326: the prefix form (the generic flow's ripple subtract was 10+ levels)
+                         s4_rest.eq(_sub_prefix(s3_carry.msg_len, [s3_carry.plen], chain)),
                          *[r.eq(r4) for r, r4 in zip(m_msg_minus, s4_msg_minus)], m_rest.eq(s4_rest)]
 
         ent_w = 1 + EPOCH_BITS
@@ -1720,7 +1766,7 @@ class Rx(wiring.Component):
             # registered as the records move, so no adder precedes the compare (MR-RX-205)
             s4_rest_m5 = Signal(32)
             with m.If(advance):
-                m.d.sync += s4_rest_m5.eq(s3_carry.msg_len - s3_carry.plen - s4_carry.plen)
+                m.d.sync += s4_rest_m5.eq(_sub_prefix(s3_carry.msg_len, [s3_carry.plen, s4_carry.plen], chain))
             k4 = s4_rec.msg[:slot_bits] if slot_bits else Const(0, 1)
             k5 = mc.msg[:slot_bits] if slot_bits else Const(0, 1)
             if NXW_SHARED:

@@ -109,7 +109,8 @@ def test_slow_updates(kind):
     update, the next record's read after its write), then rows with random SACKs written through
     s_cfg (stored as the ring) and the runs, fills and slides of the toggle stimulus. MR-RX-125:
     the slow update's row copy, loaded in H1 from the path table's write register, is what H5
-    writes back. MR-RX-280: the rotator's amount register (the hold's cum) in H1's and H4's turns."""
+    writes back. MR-RX-280: the rotator's amount register (the hold's cum) in H1's and H4's turns;
+    MR-RX-323/324: the hold started, S4's cum, ring and the amount from the lookup-free terms."""
     s = rc.Setup(*SMALL, seed=16, ack_every=1)
     cases = rc.burst_slow(s, 20, kind=kind, plen=5)
     if kind == "fill":
@@ -129,6 +130,49 @@ def test_ring_alias_catches_wrong(flag, monkeypatch):
     s = rc.Setup(*SMALL, seed=16, ack_every=1)
     with pytest.raises(Mismatch):
         run_lockstep(64, s, rc.within_slots(s, rc.ring_alias_cases(s)), seed=9, p_idle=0.1, p_bp=0.2, share=False)
+
+
+def _check_window_terms(near_slide, cums=(0, 5, 255, 256, 511, 512, 0x123456, (1 << 24) - 300, (1 << 24) - 1)):
+    """S4's window terms (``_window_tests`` and ``near_slide``) against the distances they stand for."""
+    from amaranth.hdl import Signal
+    from metaroce.hdl.rx import _window_tests
+    m = Module()
+    psn, cum, psn_hi_m1, dist_lo = Signal(24), Signal(24), Signal(15), Signal(9)
+    win, ns = Signal(5), Signal(2)
+    m.d.comb += [psn_hi_m1.eq(psn[9:] - 1), dist_lo.eq(psn[:9] - cum[:9]),
+                 win.eq(_window_tests(psn, psn_hi_m1, cum, cum)),
+                 ns.eq(near_slide(win[0], dist_lo, psn[9:], cum[9:]))]
+    sim = Simulator(m)
+    full = 1 << 24
+
+    async def bench(ctx):
+        for c in cums:
+            ctx.set(cum, c)
+            for d in range(-600, 1100):
+                ctx.set(psn, (c + d) % full)
+                in_win, at_cum, near, slide = ctx.get(win[0]), ctx.get(win[2]), ctx.get(ns[0]), ctx.get(ns[1])
+                assert (in_win, at_cum, near, slide) == (0 <= d <= 512, d == 0, 1 <= d <= 256, 257 <= d <= 512), (c, d)
+
+    sim.add_testbench(bench)
+    sim.run()
+
+
+def test_slow_terms_never_near():
+    """MR-RX-323, MR-RX-324, MR-RX-325: S4's window terms as the RTL builds them (``_window_tests``,
+    ``_near_slide``) for PSNs ``cum - 600 .. cum + 1100`` around cums across the 512-PSN halves
+    and the 24-bit wrap: at_cum is distance 0, near 1..256, slide 257..512, in_win 0..512; so a
+    PSN at cum or a slide is in the window and never near, so `slow` and S4's new cum need no
+    ring lookup (and a near PSN's set needs none: a hit is the arrival's own bit). The
+    negative control: a `near` that also counts at distance 0 fails the check."""
+    from amaranth.hdl import Cat
+    from metaroce.hdl.rx import _near_slide
+    _check_window_terms(_near_slide)
+
+    def near_at_cum_too(in_win, dist_lo, psn_hi, cum_hi):
+        return Cat(in_win & (~dist_lo[8] | (dist_lo[:8] == 0)), _near_slide(in_win, dist_lo, psn_hi, cum_hi)[1])
+
+    with pytest.raises(AssertionError):
+        _check_window_terms(near_at_cum_too, cums=(5,))
 
 
 def test_slow_row_from_write_register_catches_wrong_cycle(monkeypatch):
@@ -341,6 +385,49 @@ def test_add_prefix_forms_equal():
 
     sim.add_testbench(bench)
     sim.run()
+
+
+def test_sub_prefix_forms_equal():
+    """MR-RX-326: ``_sub_prefix`` (S4's ``msg_len - plen`` and ``msg_len - plen - plen4``: one
+    prefix adder, after a carry-save step for two) equals the subtraction modulo 2**32 in both
+    forms (prefix tree; ``chain``, the ECP5 build's carry chain), on the edge values and random
+    ones; a wrong form (the carry-save step's +2 as +1) fails the check."""
+    import random
+    from amaranth.hdl import Cat, Const, Signal
+    from metaroce.hdl.rx import _add_prefix, _sub_prefix
+    m = Module()
+    a, b, c = Signal(32), Signal(16), Signal(16)
+    outs = {}
+    for chain in (False, True):
+        for k in (1, 2):
+            o = Signal(32, name=f"o{k}_{int(chain)}")
+            m.d.comb += o.eq(_sub_prefix(a, [b, c][:k], chain=chain))
+            outs[k, chain] = o
+    # the negative control: +1 in place of +2 after the carry-save step
+    x = a ^ ~Cat(b, Const(0, 16)) ^ ~Cat(c, Const(0, 16))
+    bn, cn = ~Cat(b, Const(0, 16)), ~Cat(c, Const(0, 16))
+    y = (a & bn) | (a & cn) | (bn & cn)
+    wrong = Signal(32)
+    m.d.comb += wrong.eq(_add_prefix(x, Cat(Const(0, 1), y[:31]), 1)[:32])
+    rng = random.Random(11)
+    sim = Simulator(m)
+    misses = []
+
+    async def bench(ctx):
+        vals = [(0, 0, 0), (0, 0xFFFF, 0xFFFF), ((1 << 32) - 1, 0, 1), (5, 5, 0), (1 << 31, 1, 1)]
+        vals += [(rng.getrandbits(32), rng.getrandbits(16), rng.getrandbits(16)) for _ in range(60)]
+        for va, vb, vc in vals:
+            ctx.set(a, va)
+            ctx.set(b, vb)
+            ctx.set(c, vc)
+            for (k, chain), o in outs.items():
+                want = (va - vb - (vc if k == 2 else 0)) % (1 << 32)
+                assert ctx.get(o) == want, (k, chain, va, vb, vc)
+            misses.append(ctx.get(wrong) != (va - vb - vc) % (1 << 32))
+
+    sim.add_testbench(bench)
+    sim.run()
+    assert all(misses)
 
 
 @pytest.mark.parametrize("wide", [False, True, "small", "chain"])
