@@ -56,7 +56,8 @@ from ..models import records
 from ..models import retransmit as rtx_model
 from ..models.frame_builder import DESC_LAYOUT
 from ..models.tx import (ACK_ONLY_DESC_FIELDS, ERR_DEPTH, KIND_DEPTH, MRDH_VERSION, SHARED_DESC_FIELDS,
-                         SMALL, SRC_LAYOUT, TX_CTR, TX_CTR_BASE, id_depth, layouts)
+                         SMALL, SRC_LAYOUT, TX_CTR, TX_CTR_BASE, check_tx_options, id_depth,
+                         layouts)
 from ..models.tx_sched import GEN_BITS, STATUS_LOC_PROT_ERR
 from ..models.wire import ENTROPY_MASK, ROCE_PORT, MrdhFlag, Op
 from .cwnd import Cwnd
@@ -402,17 +403,8 @@ class Tx(wiring.Component):
         # MR-TX-317: rows with pacing and the READ rows together not built; MR-TX-333: with the
         # READ rows, the rows' m_rd (MR-TXS-325) joined as the register scheduler's; MR-TXS-346:
         # with pacing, the rows joined to the pacer (PacedTxSched(rows=True))
-        self.rows = bool(rows)
-        if self.rows and self.pacing and self.rd_rows:
-            raise ValueError("rows with pacing and rd_rows is not built")
-        # MR-TXS-417: the frame interval, the unpaced register scheduler's (MR-TXS-413)
-        self.interval = int(interval)
-        if self.interval > 1 and (self.rows or self.pacing):
-            raise ValueError("MR-TXS-417: an interval above 1 with rows or pacing is not built")
-        # MR-TXS-444: MR-TXS-419's output queues, the register scheduler's above interval 1
-        self.mem_head = bool(mem_head)
-        if self.mem_head and (self.rows or self.pacing or self.interval == 1):
-            raise ValueError("MR-TXS-444: mem_head needs the register scheduler above interval 1")
+        self.rows, self.interval, self.mem_head = check_tx_options(
+            rows, self.pacing, self.rd_rows, interval, mem_head)
         if self.rows and self.pacing:
             extra = {"pace_ignored": True} if pace_ignored else {}
             self.sched = PacedTxSched(width, rows=True, conns=conns, streams=streams,

@@ -479,6 +479,22 @@ class TxDataCycleModel:
         return out
 
 
+def check_tx_options(rows, pacing, rd_rows, interval, mem_head):
+    """The TX's scheduler options that are not built together, checked for the RTL and the
+    model alike: ``(rows, interval, mem_head)`` normalised, else ``ValueError``. MR-TX-317:
+    not the rows with pacing and the READ rows; MR-TXS-417: the frame interval is the unpaced
+    register scheduler's (MR-TXS-413); MR-TXS-444: MR-TXS-419's output queues too, above
+    interval 1."""
+    rows, interval, mem_head = bool(rows), int(interval), bool(mem_head)
+    if rows and pacing and rd_rows:
+        raise ValueError("rows with pacing and rd_rows is not built")
+    if interval > 1 and (rows or pacing):
+        raise ValueError("MR-TXS-417: an interval above 1 with rows or pacing is not built")
+    if mem_head and (rows or pacing or interval == 1):
+        raise ValueError("MR-TXS-444: mem_head needs the register scheduler above interval 1")
+    return rows, interval, mem_head
+
+
 class TxCycleModel:
     """MR-TX-101: the TX half of the engine cycle by cycle on every port of ``hdl.tx.Tx``
     (INPUTS, OUTPUTS): ``step(inputs) -> outputs`` once per clock."""
@@ -524,17 +540,8 @@ class TxCycleModel:
         # place; MR-TX-317: not with pacing and the READ rows together; MR-TX-333: with the READ
         # rows, the rows' m_rd (MR-TXS-325) joined as the register scheduler's; MR-TXS-346: with
         # pacing, the rows joined to the pacer (PacedTxSchedCycleModel(rows=True))
-        self.rows = bool(rows)
-        if self.rows and self.pacing and self.rd_rows:
-            raise ValueError("rows with pacing and rd_rows is not built")
-        # MR-TXS-417: the frame interval, the unpaced register scheduler's (MR-TXS-413)
-        self.interval = int(interval)
-        if self.interval > 1 and (self.rows or self.pacing):
-            raise ValueError("MR-TXS-417: an interval above 1 with rows or pacing is not built")
-        # MR-TXS-444: MR-TXS-419's output queues, the register scheduler's above interval 1
-        self.mem_head = bool(mem_head)
-        if self.mem_head and (self.rows or self.pacing or self.interval == 1):
-            raise ValueError("MR-TXS-444: mem_head needs the register scheduler above interval 1")
+        self.rows, self.interval, self.mem_head = check_tx_options(
+            rows, self.pacing, self.rd_rows, interval, mem_head)
         if self.rows and self.pacing:
             extra = {"pace_ignored": True} if pace_ignored else {}
             if self.verdicts:

@@ -143,3 +143,24 @@ def test_ack_events_and_windows_equal_the_endpoints(seed):
         assert [cw.path[conn][p]["cwnd"] for p in range(paths)] == c["cwnd"]
         cuts += cw.path[conn][e["path"]]["cwnd"] < before
     assert sum(e["ce"] > 0 for e in evs) > 10 and cuts
+
+
+def test_scheduler_options_not_built_together_are_refused():
+    """MR-TX-317, MR-TXS-417, MR-TXS-444: the TX's RTL and model refuse the same option sets
+    (one check, ``models.tx.check_tx_options``): the rows with pacing and the READ rows, an
+    interval above 1 with the rows or pacing, the memory heads without the register scheduler
+    above interval 1; the engine's set (interval 8, memory heads) is kept."""
+    from metaroce.hdl.tx import Tx
+    from metaroce.models.tx import check_tx_options
+    assert check_tx_options(0, False, True, 8, 1) == (False, 8, True)
+    bad = [dict(rows=True, pacing=True, rd_rows=True), dict(rows=True, interval=8),
+           dict(pacing=True, interval=8), dict(mem_head=True), dict(rows=True, mem_head=True)]
+    for kw in bad:
+        args = {"rows": False, "pacing": False, "rd_rows": False, "interval": 1, "mem_head": False, **kw}
+        with pytest.raises(ValueError):
+            check_tx_options(**args)
+    with pytest.raises(ValueError, match="MR-TXS-444"):
+        TxCycleModel(64, **SMALL, mem_head=True)
+    with pytest.raises(ValueError, match="MR-TXS-444"):
+        Tx(64, **SMALL, mem_head=True)
+    assert Tx(64, **SMALL, interval=8, mem_head=True).mem_head
