@@ -161,6 +161,13 @@ def _first_bit(valid):
     return found, idx
 
 
+def _msg_len(e):
+    """MR-TXS-062/097: a message's bytes from a record with ``op`` and ``length`` (a work
+    request or an entry): a READ's 0, an atomic's operands, else the length."""
+    return Mux(e.op == OP_READ, 0, Mux(e.op == OP_CMP_SWAP, 16,
+                                       Mux(e.op == OP_FETCH_ADD, 8, e.length)))
+
+
 def _sub0(a, b):
     """``max(0, a - b)`` (the model's clamps of MR-TXS-020)."""
     return Mux(a > b, a - b, 0)
@@ -327,8 +334,7 @@ class TxSchedRows(wiring.Component):
         # 0), kept beside it; the chunk count (MR-TXS-010) registered from it every cycle (the
         # op's S2 is at least two cycles after the load, and the register is held until then)
         w_status = Signal(5)
-        wr_ml = Mux(b_wr.op == OP_READ, 0, Mux(b_wr.op == OP_CMP_SWAP, 16,
-                                               Mux(b_wr.op == OP_FETCH_ADD, 8, b_wr.length)))
+        wr_ml = _msg_len(b_wr)
         wr_n_ = Mux(wr_ml == 0, 1, ((wr_ml - 1) >> mtu_log2) + 1)
         w_n = Signal(len(wr_n_), name="w_nchunks")
         m.d.sync += w_n.eq(wr_n_)
@@ -1050,10 +1056,7 @@ class TxSchedRows(wiring.Component):
             for i in range(D):
                 m.d.comb += live_k[s * D + i].eq(live(s, i))
 
-        def msg_len(e):
-            """MR-TXS-062/097: a READ's 0, an atomic's operands, else the length."""
-            return Mux(e.op == OP_READ, 0, Mux(e.op == OP_CMP_SWAP, 16,
-                                               Mux(e.op == OP_FETCH_ADD, 8, e.length)))
+        msg_len = _msg_len
 
         def chunk_place(e, chunk):
             """MR-TXS-437/453: ``(before, at, last)``: whether ``chunk`` of entry ``e``'s
