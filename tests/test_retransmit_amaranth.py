@@ -990,15 +990,20 @@ def test_health_ffs_without_edge_forward(gap):
     """MR-TX-313, MR-TX-268: the health memory in flip-flops has no forward of the write made at
     the take's edge: the check two events (S1a's forward of S1b's write) or three (the write of
     the read's edge) behind the connection's first progress sees its health bit (a probe, not
-    a timeout), 0 mismatches; with S1a's forward dropped as well (the read alone) the first
-    fails."""
+    a timeout), 0 mismatches."""
     res = _two_conns_forward_run(gap)
     assert [e[0] for e in res["model"].events if e[0] in ("probe", "timeout")] == ["probe", "timeout"]
-    if gap == 1:
-        wrong = _retransmit_with("            h_base_in = Mux(hwb_valid & s1a_hsame, hwb_data, h_base_in)",
-                                 "            h_base_in = h_base_in")
-        with pytest.raises((Mismatch, AssertionError)):
-            _two_conns_forward_run(gap, wrong)
+
+
+@pytest.mark.slow
+def test_health_ffs_without_edge_forward_wrong_form_fails():
+    """MR-TX-313 (slow: the default run's budget): the negative control of
+    ``test_health_ffs_without_edge_forward``: with S1a's forward dropped as well (the read
+    alone) the check two events behind fails."""
+    wrong = _retransmit_with("            h_base_in = Mux(hwb_valid & s1a_hsame, hwb_data, h_base_in)",
+                             "            h_base_in = h_base_in")
+    with pytest.raises((Mismatch, AssertionError)):
+        _two_conns_forward_run(1, wrong)
 
 
 # ------------------------------------------------------------------ S1b's row registered (MR-TX-314..315)
@@ -1125,11 +1130,17 @@ def test_lockstep_carry_chain_sums_wrong_form_fails(case):
 def test_ages_edge_carry_chain():
     """MR-TX-360, MR-TX-361: ``test_ages_tested_a_cycle_ahead``'s edge (path 0's progress recent
     until exactly 3,148 ns, tested at 3,144) with the ages' carry-chain form (d = now - t, d's top
-    bit xor ``d < 4 srtt``): the same tail probe, 0 mismatches. Its negative control: the form
-    without the top bit's xor (every age stale) fails."""
+    bit xor ``d < 4 srtt``): the same tail probe, 0 mismatches."""
     res = run_lockstep(_age_edge_items(), dut_cls=_carry_chain_dut(), **AGE_EDGE_KW)
     ev = [e for e in res["model"].events if e[0] in ("probe", "timeout")]
     assert ev[0] == ("probe", 9, 1, 3148, 3144), ev
+
+
+@pytest.mark.slow
+def test_ages_edge_carry_chain_wrong_form_fails():
+    """MR-TX-361 (slow: the default run's budget): the negative control of
+    ``test_ages_edge_carry_chain``: the ages' form without the top bit's xor (every age stale)
+    fails."""
     bad = _retransmit_with("return d[tw - 1] ^ ((d[n + 2:tw - 1] == 0) & (d[2:n + 2] < srtt))",
                            "return d[tw - 1] & ((d[n + 2:tw - 1] == 0) & (d[2:n + 2] < srtt))")
     with pytest.raises(Mismatch):
