@@ -84,6 +84,16 @@ def node_depths(nodes):
     return driver, depth, parent
 
 
+def back_chain(b, driver, parent):
+    """From bit ``b`` back along each node's deepest input (``node_depths``' ``parent``) to a
+    source: the bits passed, deepest first, and the source (a bit, or a constant)."""
+    bits = []
+    while isinstance(b, int) and b in driver:
+        bits.append(b)
+        b = parent[driver[b]]
+    return bits, b
+
+
 def deepest_by_group(mod, address_sinks=False):
     """``{group: (levels, path)}``: a group is a sink label without its bit index (``ctrN``
     for the counters ``ctr0``..); the path runs from its start net to the sink's last LUT."""
@@ -92,11 +102,9 @@ def deepest_by_group(mod, address_sinks=False):
     driver, depth, parent = node_depths(nodes)
 
     def path(b):
-        out = []
-        while isinstance(b, int) and b in driver:
-            out.append(names.get(b, nodes[driver[b]][0]))
-            b = parent[driver[b]]
-        out.append(names.get(b, "?") if isinstance(b, int) else "const")
+        bits, src = back_chain(b, driver, parent)
+        out = [names.get(x, nodes[driver[x]][0]) for x in bits]
+        out.append(names.get(src, "?") if isinstance(src, int) else "const")
         return out[::-1]
 
     groups = {}

@@ -59,6 +59,21 @@ def dut(cls, conns, paths, width, init):
                init_rows=init)
 
 
+def rows_probe_args(argv, doc, extra=()):
+    """The rows43 probes' common arguments (one instance ``CxP``, ``--width``, ``--hdl`` and the
+    ``extra`` (flag, keywords) pairs): ``(args, cls, tag, conns, paths)``."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("inst", nargs="?", default="64x8")
+    ap.add_argument("--width", type=int, default=512)
+    ap.add_argument("--hdl", type=Path)
+    for flag, kw in extra:
+        ap.add_argument(flag, **kw)
+    args = ap.parse_args(argv)
+    conns, paths = map(int, args.inst.split("x"))
+    return (args, load(args.hdl) if args.hdl else TxSchedRows, args.hdl.stem if args.hdl else "cur",
+            conns, paths)
+
+
 def field_names(layout, prefix=""):
     """``[name of bit i]`` of a (nested) Amaranth data layout."""
     out = []

@@ -7,18 +7,15 @@ netlist to its deepest). Run from the repository root:
     .venv/bin/python docs/hw/probes/rows43_cone.py [--hdl FILE] [CONNSxPATHS]
 
 (default 64x8; ``--hdl`` as ``lvl42_rows_depth.py``'s)."""
-import argparse
 import json
 import sys
-from pathlib import Path
 
-from lvl42_rows_depth import dut, load
+from lvl42_rows_depth import dut, rows_probe_args
 
 from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from metaroce.hdl.tx_sched_rows import TxSchedRows
 from metaroce.sim import synth as S
 from metaroce.sim.verilator import generate_rtlil
 
@@ -38,14 +35,7 @@ class Cone(wiring.Component):
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("inst", nargs="?", default="64x8")
-    ap.add_argument("--width", type=int, default=512)
-    ap.add_argument("--hdl", type=Path)
-    args = ap.parse_args(argv)
-    cls = load(args.hdl) if args.hdl else TxSchedRows
-    tag = args.hdl.stem if args.hdl else "cur"
-    c, p = map(int, args.inst.split("x"))
+    args, cls, tag, c, p = rows_probe_args(argv, __doc__)
     d = dut(cls, c, p, args.width, False)
     d._MustUse__silence = True
     work = S.default_work_root() / f"rows43-cone-{tag}-{args.inst}"

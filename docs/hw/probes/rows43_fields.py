@@ -8,31 +8,20 @@ the row written back (``pipe.wb_row``), with the named nets on each field's deep
 (TAG as ``lvl42_rows_depth.py``'s: ``cur`` or FILE's name; default sink ``pipe.wb_row``, MIN
 12). The mapped netlist's levels are stretched by abc's area recovery (every path up to the
 deepest); ``rows43_gates.py`` shows the structure before mapping."""
-import argparse
 import json
 import sys
-from pathlib import Path
 
-from levels_by_sink import node_depths, sink_graph
-from lvl42_rows_depth import dut, field_names, load
+from levels_by_sink import back_chain, node_depths, sink_graph
+from lvl42_rows_depth import dut, field_names, rows_probe_args
 
-from metaroce.hdl.tx_sched_rows import TxSchedRows
 from metaroce.sim import synth as S
 
 TOP = "tx_sched_rows"
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("inst", nargs="?", default="64x8")
-    ap.add_argument("--width", type=int, default=512)
-    ap.add_argument("--min", type=int, default=12)
-    ap.add_argument("--hdl", type=Path)
-    ap.add_argument("--sink", action="append")
-    args = ap.parse_args(argv)
-    cls = load(args.hdl) if args.hdl else TxSchedRows
-    tag = args.hdl.stem if args.hdl else "cur"
-    c, p = map(int, args.inst.split("x"))
+    args, cls, tag, c, p = rows_probe_args(argv, __doc__, [
+        ("--min", dict(type=int, default=12)), ("--sink", dict(action="append"))])
     work = S.default_work_root() / f"lvl42-rows-{tag}-{args.inst}-w{args.width}"
     mod = json.loads((work / "levels.json").read_text())["modules"][TOP]
     d = dut(cls, c, p, args.width, False)
@@ -42,13 +31,9 @@ def main(argv):
     driver, depth, parent = node_depths(nodes)
 
     def path(b):
-        out = []
-        while isinstance(b, int) and b in driver:
-            n = names.get(b)
-            if n and not n.startswith("$abc"):
-                out.append(n)
-            b = parent[driver[b]]
-        out.append(names.get(b, "?") if isinstance(b, int) else "const")
+        bits, src = back_chain(b, driver, parent)
+        out = [n for n in map(names.get, bits) if n and not n.startswith("$abc")]
+        out.append(names.get(src, "?") if isinstance(src, int) else "const")
         return out[::-1]
 
     best = {}

@@ -9,31 +9,20 @@ Run from the repository root:
 
 (default 64x8, MIN 30 gate levels; ``--hdl`` as ``lvl42_rows_depth.py``'s; the netlist in
 ~/.cache/metaroce/synth/rows43-gates-TAG-CONNSxPATHS)."""
-import argparse
 import json
 import re
 import sys
-from pathlib import Path
 
-from levels_by_sink import node_depths, sink_graph
-from lvl42_rows_depth import TOP, dut, load
+from levels_by_sink import back_chain, node_depths, sink_graph
+from lvl42_rows_depth import TOP, dut, rows_probe_args
 
-from metaroce.hdl.tx_sched_rows import TxSchedRows
 from metaroce.sim import synth as S
 from metaroce.sim.verilator import generate_rtlil
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("inst", nargs="?", default="64x8")
-    ap.add_argument("--width", type=int, default=512)
-    ap.add_argument("--min", type=int, default=30)
-    ap.add_argument("--hdl", type=Path)
-    ap.add_argument("--reuse", action="store_true")
-    args = ap.parse_args(argv)
-    cls = load(args.hdl) if args.hdl else TxSchedRows
-    tag = args.hdl.stem if args.hdl else "cur"
-    c, p = map(int, args.inst.split("x"))
+    args, cls, tag, c, p = rows_probe_args(argv, __doc__, [
+        ("--min", dict(type=int, default=30)), ("--reuse", dict(action="store_true"))])
     work = S.default_work_root() / f"rows43-gates-{tag}-{args.inst}"
     if not (args.reuse and (work / "levels.json").exists()):
         text = generate_rtlil(dut(cls, c, p, args.width, False), TOP, drop_zero_init=True)
@@ -48,14 +37,14 @@ def main(argv):
     driver, depth, parent = node_depths(nodes)
 
     def path(b):
+        bits, src = back_chain(b, driver, parent)
         out, last = [], None
-        while isinstance(b, int) and b in driver:
-            n = names.get(b)
+        for x in bits:     # one entry a signal, with its depth
+            n = names.get(x)
             if n and not n.startswith("$") and re.sub(r"\[\d+\]$", "", n) != last:
-                out.append(f"{n}@{depth[driver[b]]}")
+                out.append(f"{n}@{depth[driver[x]]}")
                 last = re.sub(r"\[\d+\]$", "", n)
-            b = parent[driver[b]]
-        out.append(names.get(b, "?") if isinstance(b, int) else "const")
+        out.append(names.get(src, "?") if isinstance(src, int) else "const")
         return out[::-1]
 
     groups = {}
