@@ -392,6 +392,73 @@ def test_data_path_frame_skid_wrong_forms_fail(wrong):
         _skid_run(mod)
 
 
+class _RewriteDriver(xc.DataDriver):
+    """MR-TX-465: the data path's driver that, once the first templates are written, rewrites
+    a random connection's row (one of two contents each) in ``p_write`` of the cycles, so
+    writes land in the cycle before S1 loads a request of their row, while S1 holds one, and
+    in the cycle S2 takes it (``s_cfg.ready`` is 1)."""
+
+    def __init__(self, *a, rows, p_write=0.5, **kw):
+        super().__init__(*a, **kw)
+        self.rows, self.p_write, self.writes = rows, p_write, 0
+
+    def inputs(self):
+        inp = super().inputs()
+        if (self.ci >= len(self.tmpls) and not self._phase and not inp["s_cfg__valid"]
+                and self.rng.random() < self.p_write):
+            inp["s_cfg__valid"] = 1
+            inp["s_cfg__payload"] = xc.pack(self.lay.cfg, self.rng.choice(self.rows))
+            self.writes += 1
+        return inp
+
+
+def _rewrite_run(tx_mod=None, seed=3):
+    """The data path in lockstep (backpressure on ``m_axis``, no idle requests) with the
+    template rewritten under traffic (:class:`_RewriteDriver`); ``tx_mod`` a wrong form."""
+    from metaroce.models.dma_read_cases import Layout
+    model = TxDataCycleModel(64, **_DATA)
+    mem = Layout(8192)
+    reqs = xc.data_requests(model.lay, 14, mem, seed=seed, max_len=120, atomics=0.2)
+    tmpls = xc.templates(2, 4)
+    other = [dict(t, conn=t["conn"] - 2) for t in xc.templates(4, 4)[2:]]
+    drv = _RewriteDriver(model.lay, 64, reqs, mem, tmpls, seed=seed, p_idle=0.0, p_bp=0.5,
+                         rows=tmpls + other)
+    data = (tx_mod.TxData if tx_mod else TxData)(64, **_DATA)
+    core = run_amaranth(data, model, drv, busy=model.busy)
+    return core, drv, reqs
+
+
+def test_data_path_template_rewrites():
+    """MR-TX-463, MR-TX-465 (MR-TX-121: a write seen from the next cycle on): the join stage's
+    template read synchronously, at the row S1 holds next, under template writes in half the
+    cycles of the traffic and backpressure: 0 mismatches with the model (which reads the row
+    when S2 takes), every request framed."""
+    core, drv, reqs = _rewrite_run()
+    assert core.mismatches == 0
+    assert drv.writes >= 50 and len(drv.res["raw"]) == len(reqs)
+
+
+#: MR-TX-465's wrong forms: the row read at S1's own request (a cycle late), the read not
+#: transparent to the write of its cycle (a write seen from the second cycle on)
+TEMPLATE_READ_WRONG = {
+    "read_late": ("m.d.comb += rd.addr.eq(Mux(in_valid & s1_free, inp.conn, fr.conn))",
+                  "m.d.comb += rd.addr.eq(fr.conn)"),
+    "not_transparent": ("rd = tmpl.read_port(transparent_for=(wr,))",
+                        "rd = tmpl.read_port(transparent_for=())"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong", sorted(TEMPLATE_READ_WRONG))
+def test_data_path_template_read_wrong_forms_fail(wrong):
+    """MR-TX-465: each wrong form of the template's synchronous read, in place of the RTL,
+    fails the lockstep of ``test_data_path_template_rewrites``."""
+    from metaroce.tb.lockstep import Mismatch, wrong_form
+    mod = wrong_form("tx", *TEMPLATE_READ_WRONG[wrong])
+    with pytest.raises(Mismatch):
+        _rewrite_run(mod)
+
+
 def _old_join(model):
     """MR-TX-230's reference: ``model``'s join stage without the skid (``s_frame.ready`` = S1
     empty or moving on, a request taken only into S1), the form before MR-TX-229."""
