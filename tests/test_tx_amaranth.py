@@ -382,6 +382,7 @@ FRAME_SKID_WRONG = {
 }
 
 
+@pytest.mark.slow          # dp44: slow, to pay for test_data_path_template_rewrites's time
 @pytest.mark.parametrize("wrong", sorted(FRAME_SKID_WRONG))
 def test_data_path_frame_skid_wrong_forms_fail(wrong):
     """MR-TX-231: each wrong form of the skid, in place of the RTL, fails the lockstep of
