@@ -264,7 +264,8 @@ class TxData(wiring.Component):
         m.submodules.join = join = TxJoin(self.lay, self.outstanding)
         m.submodules.dma = dma = DmaRead(self.width, conns=self.conns,
                                          outstanding=self.outstanding, id_width=self.id_width)
-        m.submodules.fb = fb = FrameBuilder(self.width)
+        # MR-TX-467: IPv4 frames without VLAN only (the join's and AckOut's descriptors)
+        m.submodules.fb = fb = FrameBuilder(self.width, ipv4_only=True)
         wiring.connect(m, flipped(self.s_frame), join.s_frame)
         wiring.connect(m, flipped(self.s_cfg), join.s_cfg)
         wiring.connect(m, join.m_cmd, dma.s_cmd)
