@@ -251,7 +251,7 @@ def test_block_registered():
 @pytest.mark.parametrize("width", [64, pytest.param(128, marks=pytest.mark.slow),
                                    pytest.param(256, marks=pytest.mark.slow), 512])
 def test_rtl_lockstep(width):
-    """MR-TXF-040..046, MR-TXF-050, MR-TXF-022, MR-TXF-060..064, MR-TX-436..439: the RTL in
+    """MR-TXF-040..046, MR-TXF-050, MR-TXF-022, MR-TXF-060..064, MR-TX-436..439, MR-TX-469/470: the RTL in
     lockstep with the model (every output, every cycle), idle cycles and backpressure; every
     frame the codec's, IPv6 UDP checksums included."""
     cases = (fc.endpoint_ops_cases(width) + fc.opcode_cases(width)
@@ -466,7 +466,7 @@ _HDR_WRONG_SLOW = ("beat_select_moves_while_waiting", "terms_a_cycle_late", "lan
 @pytest.mark.parametrize("wrong", [pytest.param(k, marks=pytest.mark.slow) if k in _HDR_WRONG_SLOW
                                    else k for k in sorted(HDR_WRONG)])
 def test_header_register_terms_wrong_forms_fail(wrong):
-    """MR-TXF-065, MR-TX-436..439, MR-TX-469: each wrong form of the registered terms and the header
+    """MR-TXF-065, MR-TX-436..439, MR-TX-469, MR-TX-470: each wrong form of the registered terms and the header
     registers (the header loaded at the last beat without its payload beat, no load of the
     next header at a frame's last beat, the beat select moving while the pipeline waits, the
     terms registered from this cycle's state, a boundary's next-beat flag a beat late, the
@@ -492,7 +492,7 @@ def _ipv4_only_run(model_ipv4_only=True):
 
 
 def test_rtl_ipv4_only():
-    """MR-TX-466: with ``ipv4_only`` the RTL and the model take every descriptor as IPv4
+    """MR-TX-466, MR-TX-468: with ``ipv4_only`` the RTL and the model take every descriptor as IPv4
     without VLAN: IPv6 and VLAN descriptors among IPv4 ones, 0 mismatches, and every frame the
     codec's bytes of its descriptor with ``vlan_en`` and ``ipv6`` 0."""
     cases, core, res = _ipv4_only_run()

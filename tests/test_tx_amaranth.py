@@ -7,7 +7,7 @@ reference endpoint's frames, byte for byte (MR-TX-152)."""
 import pytest
 from amaranth.lib import wiring
 
-from metaroce.hdl.tx import Tx, TxData, tx_small
+from metaroce.hdl.tx import Tx, TxData, TxJoin, tx_small
 from metaroce.models import tx_cases as xc
 from metaroce.models.tx import SMALL, TxCycleModel, TxDataCycleModel
 from metaroce.models.tx_sched import TxSchedModel
@@ -290,7 +290,7 @@ def run_data(width, reqs, mem_layout, tmpls, *, rtl, seed=0, image=None, **kw):
 
 
 def test_data_path_lockstep_64():
-    """MR-TX-102, MR-TX-120..124, MR-TX-151, MR-TX-347 (the join's queues in block RAM,
+    """MR-TX-102, MR-TX-120..124, MR-TX-151, MR-TX-467 (the builder ``ipv4_only``), MR-TX-347 (the join's queues in block RAM,
     MR-TX-346), MR-TX-401 (``srcq``'s head in a register, MR-TX-400): the join stage, the DMA and the frame builder on
     random frame requests (every connection and path, payloads of any length and alignment),
     idle inputs, backpressure on ``m_axis``, random AXI latency and gaps: 0 mismatches at 64
@@ -437,6 +437,19 @@ def test_data_path_template_rewrites():
     core, drv, reqs = _rewrite_run()
     assert core.mismatches == 0
     assert drv.writes >= 50 and len(drv.res["raw"]) == len(reqs)
+
+
+def test_join_template_read_synchronous():
+    """MR-TX-463, MR-TX-464: the join stage's template memory has one read port, synchronous
+    (what Yosys maps to block RAM), with no enable (its ``en`` undriven, 1) and transparent for
+    its one write port; MR-TX-467: the data path's frame builder is built ``ipv4_only``."""
+    from metaroce.models.tx import layouts
+    lay = layouts(*(_DATA[k] for k in ("conns", "streams", "paths", "depth", "pool")))
+    tmpl = TxJoin(lay, _DATA["outstanding"]).elaborate(None)._named_submodules["tmpl"][0]
+    (rd,), (wr,) = tmpl.read_ports, tmpl.write_ports
+    assert rd.domain == "sync" and rd.transparent_for == (wr,) and rd.en.init == 1
+    fb = TxData(64, **_DATA).elaborate(None)._named_submodules["fb"][0]
+    assert fb.ipv4_only
 
 
 #: MR-TX-465's wrong forms: the row read at S1's own request (a cycle late), the read not

@@ -11,7 +11,6 @@ most cells, then the flip-flops per register family. Run from the repository roo
 import argparse
 import json
 import re
-import subprocess
 from collections import Counter, defaultdict
 
 from metaroce.hdl.frame_builder import FrameBuilder

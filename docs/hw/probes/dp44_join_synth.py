@@ -30,12 +30,13 @@ COMB = [("rd = tmpl.read_port(transparent_for=(wr,))", 'rd = tmpl.read_port(doma
 
 
 def join_rtlil(small=False, comb=False):
-    import metaroce.hdl.tx as tx
     if comb:
         tx = wrong_form("tx", *COMB[0])
         src = tx.__source__.replace(*COMB[1])
         exec(compile(src, tx.__file__ if hasattr(tx, "__file__") else "tx.py", "exec",
                      dont_inherit=True), tx.__dict__)
+    else:
+        import metaroce.hdl.tx as tx
     with warnings.catch_warnings():          # the data path is made for its join's layouts only
         warnings.simplefilter("ignore", UnusedElaboratable)
         data = tx.TxData(512, **({} if small else TX_4096X8))
