@@ -434,22 +434,7 @@ class FrameBuilder(wiring.Component):
             full, part = bounds[nme][1], bounds[nme][2]
             return [full | (part & thermo[nme][j]) for j in range(NB)]
 
-        keep, e_lane = lanes("l"), lanes("e")
-        # MR-TX-469: each lane's source in M (F's header beat, the previous payload beat, the
-        # current one) as one-hot flags in registers, loaded with their next values (of the
-        # boundaries' next state, as MR-TXF-065's terms): a data bit is one 6-input AND-OR
-        def th_next(nme, j):
-            return Mux(go_g, g[nme][:LG] > j, thermo[nme][j])
-
-        def lane_next(nme, j):
-            return full_next(nme) | (part_next(nme) & th_next(nme, j))
-        sel_h = Signal(NB, name="m_sel_hdr")
-        sel_p = Signal(NB, name="m_sel_prev")
-        sel_c = Signal(NB, name="m_sel_cur")
-        for j in range(NB):
-            h_n, d_n, t_n = lane_next("h", j), lane_next("pe", j), th_next("h", j)
-            m.d.sync += [sel_h[j].eq(h_n), sel_p[j].eq(~h_n & d_n & t_n),
-                         sel_c[j].eq(~h_n & d_n & ~t_n)]
+        hdr_lane, dat_lane, keep, e_lane = lanes("h"), lanes("pe"), lanes("l"), lanes("e")
         m_valid = Signal()
         m_data = Signal(W)
         m_crc = Signal(W)
@@ -468,21 +453,20 @@ class FrameBuilder(wiring.Component):
         with m.If(go):
             dat, crc = [], []
             for j in range(NB):
-                # MR-TX-469: the payload byte (0 past the payload and in header lanes)
-                pb = ((sel_p[j].replicate(8) & rot_prev.word_select(j, 8))
-                      | (sel_c[j].replicate(8) & rot_cur.word_select(j, 8)))
+                pb = Mux(thermo["h"][j], rot_prev.word_select(j, 8), rot_cur.word_select(j, 8))
+                pb = Mux(dat_lane[j], pb, 0)
+                dat.append(Mux(hdr_lane[j], hdr_sr.word_select(j, 8), pb))
                 hb_ = hdr_sr.word_select(j, 8)
-                dat.append((sel_h[j].replicate(8) & hb_) | pb)
                 kn = Cat(keep_sr[2 * j].replicate(4), keep_sr[2 * j + 1].replicate(4))
                 on = Cat(ones_sr[2 * j].replicate(4), ones_sr[2 * j + 1].replicate(4))
-                crc.append(Mux(sel_h[j], (hb_ & kn) | on, pb))
+                crc.append(Mux(hdr_lane[j], (hb_ & kn) | on, pb))
             m.d.sync += [m_data.eq(Cat(*dat)), m_crc.eq(Cat(*crc)), m_keep.eq(Cat(*keep)),
                          m_icrc.eq(Cat(*[keep[j] & ~e_lane[j] for j in range(NB)])),
                          m_last.eq(bounds["last"][2]),
                          m_feed.eq(bounds["e"][1] | (bounds["e"][2] & e_nz)),
                          m_first.eq(first), m_fb.eq(bounds["fb"][2]), m_n.eq(n_zero), m_es2.eq(es2),
-                         m_sum.eq(Cat(*[keep[j] & (~sel_h[j] | sum_sr[j]) for j in range(NB)])),
-                         m_patch.eq(Cat(*[sel_h[j] & patch_sr[j] for j in range(NB)]).any()),
+                         m_sum.eq(Cat(*[keep[j] & (~hdr_lane[j] | sum_sr[j]) for j in range(NB)])),
+                         m_patch.eq(Cat(*[hdr_lane[j] & patch_sr[j] for j in range(NB)]).any()),
                          m_v6.eq(f_v6), m_vlan.eq(f_vlan)]
 
         # ---------------------------------------------------------------- ICRC (MR-TXF-030, 031)

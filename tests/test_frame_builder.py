@@ -251,7 +251,7 @@ def test_block_registered():
 @pytest.mark.parametrize("width", [64, pytest.param(128, marks=pytest.mark.slow),
                                    pytest.param(256, marks=pytest.mark.slow), 512])
 def test_rtl_lockstep(width):
-    """MR-TXF-040..046, MR-TXF-050, MR-TXF-022, MR-TXF-060..064, MR-TX-436..439, MR-TX-469/470: the RTL in
+    """MR-TXF-040..046, MR-TXF-050, MR-TXF-022, MR-TXF-060..064, MR-TX-436..439: the RTL in
     lockstep with the model (every output, every cycle), idle cycles and backpressure; every
     frame the codec's, IPv6 UDP checksums included."""
     cases = (fc.endpoint_ops_cases(width) + fc.opcode_cases(width)
@@ -452,26 +452,21 @@ HDR_WRONG = {
     # MR-TX-437: a boundary's "next beat" flag compared with the beat after
     "boundary_one_a_beat_late": (("one[nme].eq(beat2 == at)", "one[nme].eq(beat2 == at + 1)"),
                                  "records_full_64"),
-    # MR-TX-469: the lanes' source flags registered from this cycle's state (a cycle late)
-    "lane_selects_a_cycle_late": (('h_n, d_n, t_n = lane_next("h", j), lane_next("pe", j), th_next("h", j)',
-                                   'h_n, d_n, t_n = lanes("h")[j], lanes("pe")[j], thermo["h"][j]'),
-                                  "payload_waits_512"),
 }
 
 
 #: dp44: behind slow, to pay for test_rtl_ipv4_only's time in the default run
-_HDR_WRONG_SLOW = ("beat_select_moves_while_waiting", "terms_a_cycle_late", "lane_selects_a_cycle_late")
+_HDR_WRONG_SLOW = ("beat_select_moves_while_waiting", "terms_a_cycle_late")
 
 
 @pytest.mark.parametrize("wrong", [pytest.param(k, marks=pytest.mark.slow) if k in _HDR_WRONG_SLOW
                                    else k for k in sorted(HDR_WRONG)])
 def test_header_register_terms_wrong_forms_fail(wrong):
-    """MR-TXF-065, MR-TX-436..439, MR-TX-469, MR-TX-470: each wrong form of the registered terms and the header
+    """MR-TXF-065, MR-TX-436..439: each wrong form of the registered terms and the header
     registers (the header loaded at the last beat without its payload beat, no load of the
     next header at a frame's last beat, the beat select moving while the pipeline waits, the
     terms registered from this cycle's state, a boundary's next-beat flag a beat late, the
-    current beat's register loaded with its own beat, the lanes' source flags a cycle late),
-    loaded in place of the RTL, fails the
+    current beat's register loaded with its own beat), loaded in place of the RTL, fails the
     lockstep with the model or the frames' check (no invariant observer)."""
     (old, new), run = HDR_WRONG[wrong]
     cls = wrong_form("frame_builder", old, new).FrameBuilder
