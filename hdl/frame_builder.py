@@ -131,11 +131,13 @@ SEQS = sorted(set(ext_seq(op) for op in range(256)), key=lambda s: (len(s), s))
 class FrameBuilder(wiring.Component):
     """The TX frame builder (docs/spec/hw-tx-frame.md)."""
 
-    def __init__(self, width=512):
+    def __init__(self, width=512, *, ipv4_only=False):
         if width not in (64, 128, 256, 512):
             self._MustUse__silence = True   # a rejected design is not an unused one
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
+        # MR-TX-466: IPv4 frames without VLAN only (the TX's descriptors are, MR-TX-467)
+        self.ipv4_only = bool(ipv4_only)
         super().__init__({
             "s_desc": In(stream.Signature(DESC_LAYOUT)),
             "s_payload": In(stream.Signature(payload_layout(width))),
@@ -170,6 +172,10 @@ class FrameBuilder(wiring.Component):
                          take[i].eq(Cat(*[~v for v in valid_next[i:]]).any())]
         with m.If(take[0]):
             m.d.sync += desc[0].eq(self.s_desc.payload)
+            if self.ipv4_only:
+                # MR-TX-466: the class a constant (flip-flops of constant 0: Yosys folds the
+                # class's muxes, masks and the IPv6 checksum pipeline away)
+                m.d.sync += [desc[0].vlan_en.eq(0), desc[0].ipv6.eq(0)]
         for i in range(1, S):
             with m.If(take[i]):
                 m.d.sync += desc[i].eq(desc[i - 1])

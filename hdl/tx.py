@@ -119,7 +119,8 @@ class TxJoin(wiring.Component):
     register (S2), and the commands' messages ``{conn, slot}`` in a queue (``m_id``, one per
     command in order, for the done records); MR-TX-192: the payload sources of the frames with
     payload in a queue (``m_src``, one per such frame in order: the DMA's or the operands);
-    MR-TX-229: a skid register before S1 (``s_frame.ready`` from a flip-flop)."""
+    MR-TX-229: a skid register before S1 (``s_frame.ready`` from a flip-flop); MR-TX-463: the
+    template read synchronously (block RAM), a cycle ahead at the row S1 holds next."""
 
     def __init__(self, lay, outstanding=SMALL["outstanding"]):
         self.lay = lay
@@ -138,7 +139,9 @@ class TxJoin(wiring.Component):
         lay = self.lay
         m.submodules.tmpl = tmpl = memory.Memory(shape=lay.cfg, depth=lay.conns, init=[])
         wr = tmpl.write_port()
-        rd = tmpl.read_port(domain="comb")
+        # MR-TX-463: a synchronous read (block RAM at 4,096 rows), at the address S1 holds in
+        # the next cycle; transparent, so a write is seen from the next cycle on (MR-TX-121)
+        rd = tmpl.read_port(transparent_for=(wr,))
         # MR-TX-121: a template write is always taken and seen from the next cycle on
         m.d.comb += [self.s_cfg.ready.eq(1), wr.addr.eq(self.s_cfg.payload.conn),
                      wr.data.eq(self.s_cfg.payload), wr.en.eq(self.s_cfg.valid)]
@@ -150,7 +153,6 @@ class TxJoin(wiring.Component):
         s1_pieces = [Signal(2 * (ADDR_PIECE + 1), name=f"s1_addr{k}")
                      for k in range(0, 64, ADDR_PIECE)]
         t = rd.data
-        m.d.comb += rd.addr.eq(fr.conn)
         cmd_free = ~self.m_cmd.valid | self.m_cmd.ready
         desc_free = ~self.m_desc.valid | self.m_desc.ready
         # MR-TX-124: the message queue (LUT RAM), pushed with the command
@@ -173,6 +175,8 @@ class TxJoin(wiring.Component):
         m.d.sync += sk_valid.eq(in_valid & ~s1_free)
         inp = Signal(lay.sched.frame, name="s1_in")
         m.d.comb += inp.eq(Mux(sk_valid, sk.as_value(), self.s_frame.payload.as_value()))
+        # MR-TX-463: the row of the request S1 holds next cycle (the one it loads, else its own)
+        m.d.comb += rd.addr.eq(Mux(in_valid & s1_free, inp.conn, fr.conn))
         with m.If(in_valid & s1_free):
             # MR-TX-122: no carry crosses a piece in S1 (the request comes from the
             # scheduler's frame queue read); S2 resolves the carries between the pieces
@@ -260,7 +264,8 @@ class TxData(wiring.Component):
         m.submodules.join = join = TxJoin(self.lay, self.outstanding)
         m.submodules.dma = dma = DmaRead(self.width, conns=self.conns,
                                          outstanding=self.outstanding, id_width=self.id_width)
-        m.submodules.fb = fb = FrameBuilder(self.width)
+        # MR-TX-467: IPv4 frames without VLAN only (the join's and AckOut's descriptors)
+        m.submodules.fb = fb = FrameBuilder(self.width, ipv4_only=True)
         wiring.connect(m, flipped(self.s_frame), join.s_frame)
         wiring.connect(m, flipped(self.s_cfg), join.s_cfg)
         wiring.connect(m, join.m_cmd, dma.s_cmd)

@@ -272,11 +272,13 @@ class _Job:
 class FrameBuilderModel:
     """Cycle model of :class:`metaroce.hdl.frame_builder.FrameBuilder` (MR-TXF-040..046)."""
 
-    def __init__(self, width=512):
+    def __init__(self, width=512, *, ipv4_only=False):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
         self.nb = width // 8
+        # MR-TX-466: every descriptor taken as IPv4 without VLAN (its vlan_en and ipv6 as 0)
+        self.ipv4_only = bool(ipv4_only)
         self.hp = [None] * HDR_STAGES          # descriptor pipeline: A ... G (None = empty)
         self.f = None                          # frame register: [job, k]
         self.m = None                          # merge register: (job, k) or None (bubble)
@@ -405,6 +407,8 @@ class FrameBuilderModel:
             new[0] = None
             if g("s_desc__valid", 0):
                 d = unpack_desc(g("s_desc__payload", 0))
+                if self.ipv4_only:
+                    d.update(vlan_en=0, ipv6=0)
                 new[0] = _Job(d, nb)
         self.hp = new
         return outs

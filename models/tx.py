@@ -359,7 +359,7 @@ class TxDataCycleModel:
         self.lay = layouts(conns, streams, paths, depth, pool)
         self.join = TxJoinModel(self.lay, outstanding)
         self.dma = DmaReadCycleModel(width, conns, outstanding=outstanding)
-        self.fb = FrameBuilderModel(width)
+        self.fb = FrameBuilderModel(width, ipv4_only=True)         # MR-TX-467
         self.errq = SyncFifoModel(ERR_DEPTH)
         self.debt = 0
         self.dma_errors = 0

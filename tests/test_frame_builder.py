@@ -473,3 +473,32 @@ def test_header_register_terms_wrong_forms_fail(wrong):
     cls = wrong_form("frame_builder", old, new).FrameBuilder
     with pytest.raises((Mismatch, AssertionError)):
         _hdr_terms_run(run, cls, observe=False)
+
+
+def _ipv4_only_run(model_ipv4_only=True):
+    """MR-TX-466: ``FrameBuilder(64, ipv4_only=True)`` in lockstep with the model (with
+    ``ipv4_only`` as given) on descriptors of every class, idle cycles and backpressure."""
+    cases = [c for c in fc.endpoint_ops_cases(64) if len(c.payload) <= 200]
+    cases = [c for i, c in enumerate(cases) if i % 3 == 0]
+    assert {(c.desc["ipv6"], c.desc["vlan_en"]) for c in cases} == {(0, 0), (0, 1), (1, 0), (1, 1)}
+    drv = fc.Driver(64, cases, seed=3, p_idle=0.3, p_bp=0.4)
+    model = FrameBuilderModel(64, ipv4_only=model_ipv4_only)
+    core = run_amaranth(FrameBuilder(64, ipv4_only=True), model, drv, busy=model.busy)
+    return cases, core, drv.res
+
+
+def test_rtl_ipv4_only():
+    """MR-TX-466, MR-TX-468: with ``ipv4_only`` the RTL and the model take every descriptor as IPv4
+    without VLAN: IPv6 and VLAN descriptors among IPv4 ones, 0 mismatches, and every frame the
+    codec's bytes of its descriptor with ``vlan_en`` and ``ipv6`` 0."""
+    cases, core, res = _ipv4_only_run()
+    assert core.mismatches == 0
+    fc.check([fc.Case(dict(c.desc, vlan_en=0, ipv6=0), c.payload, c.name) for c in cases], res, 64)
+
+
+@pytest.mark.slow
+def test_rtl_ipv4_only_against_full_model_fails():
+    """MR-TX-466 (negative control): the ``ipv4_only`` RTL against the model of every class
+    mismatches on the same descriptors."""
+    with pytest.raises(Mismatch):
+        _ipv4_only_run(model_ipv4_only=False)

@@ -7,7 +7,7 @@ reference endpoint's frames, byte for byte (MR-TX-152)."""
 import pytest
 from amaranth.lib import wiring
 
-from metaroce.hdl.tx import Tx, TxData, tx_small
+from metaroce.hdl.tx import Tx, TxData, TxJoin, tx_small
 from metaroce.models import tx_cases as xc
 from metaroce.models.tx import SMALL, TxCycleModel, TxDataCycleModel
 from metaroce.models.tx_sched import TxSchedModel
@@ -290,7 +290,7 @@ def run_data(width, reqs, mem_layout, tmpls, *, rtl, seed=0, image=None, **kw):
 
 
 def test_data_path_lockstep_64():
-    """MR-TX-102, MR-TX-120..124, MR-TX-151, MR-TX-347 (the join's queues in block RAM,
+    """MR-TX-102, MR-TX-120..124, MR-TX-151, MR-TX-467 (the builder ``ipv4_only``), MR-TX-347 (the join's queues in block RAM,
     MR-TX-346), MR-TX-401 (``srcq``'s head in a register, MR-TX-400): the join stage, the DMA and the frame builder on
     random frame requests (every connection and path, payloads of any length and alignment),
     idle inputs, backpressure on ``m_axis``, random AXI latency and gaps: 0 mismatches at 64
@@ -382,6 +382,7 @@ FRAME_SKID_WRONG = {
 }
 
 
+@pytest.mark.slow          # dp44: slow, to pay for test_data_path_template_rewrites's time
 @pytest.mark.parametrize("wrong", sorted(FRAME_SKID_WRONG))
 def test_data_path_frame_skid_wrong_forms_fail(wrong):
     """MR-TX-231: each wrong form of the skid, in place of the RTL, fails the lockstep of
@@ -390,6 +391,86 @@ def test_data_path_frame_skid_wrong_forms_fail(wrong):
     mod = wrong_form("tx", *FRAME_SKID_WRONG[wrong])
     with pytest.raises(Mismatch):
         _skid_run(mod)
+
+
+class _RewriteDriver(xc.DataDriver):
+    """MR-TX-465: the data path's driver that, once the first templates are written, rewrites
+    a random connection's row (one of two contents each) in ``p_write`` of the cycles, so
+    writes land in the cycle before S1 loads a request of their row, while S1 holds one, and
+    in the cycle S2 takes it (``s_cfg.ready`` is 1)."""
+
+    def __init__(self, *a, rows, p_write=0.5, **kw):
+        super().__init__(*a, **kw)
+        self.rows, self.p_write, self.writes = rows, p_write, 0
+
+    def inputs(self):
+        inp = super().inputs()
+        if (self.ci >= len(self.tmpls) and not self._phase and not inp["s_cfg__valid"]
+                and self.rng.random() < self.p_write):
+            inp["s_cfg__valid"] = 1
+            inp["s_cfg__payload"] = xc.pack(self.lay.cfg, self.rng.choice(self.rows))
+            self.writes += 1
+        return inp
+
+
+def _rewrite_run(tx_mod=None, seed=3):
+    """The data path in lockstep (backpressure on ``m_axis``, no idle requests) with the
+    template rewritten under traffic (:class:`_RewriteDriver`); ``tx_mod`` a wrong form."""
+    from metaroce.models.dma_read_cases import Layout
+    model = TxDataCycleModel(64, **_DATA)
+    mem = Layout(8192)
+    reqs = xc.data_requests(model.lay, 14, mem, seed=seed, max_len=120, atomics=0.2)
+    tmpls = xc.templates(2, 4)
+    other = [dict(t, conn=t["conn"] - 2) for t in xc.templates(4, 4)[2:]]
+    drv = _RewriteDriver(model.lay, 64, reqs, mem, tmpls, seed=seed, p_idle=0.0, p_bp=0.5,
+                         rows=tmpls + other)
+    data = (tx_mod.TxData if tx_mod else TxData)(64, **_DATA)
+    core = run_amaranth(data, model, drv, busy=model.busy)
+    return core, drv, reqs
+
+
+def test_data_path_template_rewrites():
+    """MR-TX-463, MR-TX-465 (MR-TX-121: a write seen from the next cycle on): the join stage's
+    template read synchronously, at the row S1 holds next, under template writes in half the
+    cycles of the traffic and backpressure: 0 mismatches with the model (which reads the row
+    when S2 takes), every request framed."""
+    core, drv, reqs = _rewrite_run()
+    assert core.mismatches == 0
+    assert drv.writes >= 50 and len(drv.res["raw"]) == len(reqs)
+
+
+def test_join_template_read_synchronous():
+    """MR-TX-463, MR-TX-464: the join stage's template memory has one read port, synchronous
+    (what Yosys maps to block RAM), with no enable (its ``en`` undriven, 1) and transparent for
+    its one write port; MR-TX-467: the data path's frame builder is built ``ipv4_only``."""
+    from metaroce.models.tx import layouts
+    lay = layouts(*(_DATA[k] for k in ("conns", "streams", "paths", "depth", "pool")))
+    tmpl = TxJoin(lay, _DATA["outstanding"]).elaborate(None)._named_submodules["tmpl"][0]
+    (rd,), (wr,) = tmpl.read_ports, tmpl.write_ports
+    assert rd.domain == "sync" and rd.transparent_for == (wr,) and rd.en.init == 1
+    fb = TxData(64, **_DATA).elaborate(None)._named_submodules["fb"][0]
+    assert fb.ipv4_only
+
+
+#: MR-TX-465's wrong forms: the row read at S1's own request (a cycle late), the read not
+#: transparent to the write of its cycle (a write seen from the second cycle on)
+TEMPLATE_READ_WRONG = {
+    "read_late": ("m.d.comb += rd.addr.eq(Mux(in_valid & s1_free, inp.conn, fr.conn))",
+                  "m.d.comb += rd.addr.eq(fr.conn)"),
+    "not_transparent": ("rd = tmpl.read_port(transparent_for=(wr,))",
+                        "rd = tmpl.read_port(transparent_for=())"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong", sorted(TEMPLATE_READ_WRONG))
+def test_data_path_template_read_wrong_forms_fail(wrong):
+    """MR-TX-465: each wrong form of the template's synchronous read, in place of the RTL,
+    fails the lockstep of ``test_data_path_template_rewrites``."""
+    from metaroce.tb.lockstep import Mismatch, wrong_form
+    mod = wrong_form("tx", *TEMPLATE_READ_WRONG[wrong])
+    with pytest.raises(Mismatch):
+        _rewrite_run(mod)
 
 
 def _old_join(model):
