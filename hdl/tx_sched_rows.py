@@ -5,7 +5,7 @@ arbiter, the boundary registers, the connection queues and the output queues). M
 models/tx_sched_rows.py ``RowPipe``, ``RowPipeLaneModel``, ``TxSchedRowsModel``."""
 from types import SimpleNamespace
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
+from amaranth.hdl import Array, Cat, Const, Elaboratable, Module, Mux, Signal, signed
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -24,7 +24,7 @@ from ..models.tx_sched_rows import (LANE_BITS, LANES, OP_KINDS, PACE_KINDS, ask_
 from ..models.wire import MrdhFlag, Op
 from .tx_sched import _first_from, _lowest_zero, cqe_ports, sched_ports
 
-__all__ = ["RowPipe", "RowPipeLane", "ConnFifo", "TxSchedRows"]
+__all__ = ["RowPipe", "RowPipeLane", "ConnFifo", "TailSyncFifo", "TxSchedRows"]
 
 
 class RowPipe(wiring.Component):
@@ -42,17 +42,23 @@ class RowPipe(wiring.Component):
     starts at a comparator."""
 
     def __init__(self, rows, row_width, arg_width, apply, *, init=(), forward=True,
-                 collision_garbage=False):
+                 collision_garbage=False, take_eq_in=False):
         self.rows, self.row_width, self.apply = rows, row_width, apply
         self.init, self.forward = list(init), forward
         self.collision_garbage = collision_garbage
+        # MR-TXS-458: take_eq_in, the take's connection's equality with S2's formed by the
+        # caller (``take_eq_s2``), not compared after the take's select
+        self.take_eq_in = bool(take_eq_in)
         cb = max(1, (rows - 1).bit_length())
         # the stages' registers are outputs too: TxSchedRows' arbiter counts the ops in flight,
         # reads the descriptors at S1's connection and gates S2's pushes by its valid
-        super().__init__({"take_valid": In(1), "take_conn": In(cb), "take_arg": In(arg_width),
-                          "wb_valid": Out(1), "wb_conn": Out(cb), "wb_row": Out(row_width),
-                          "s1_valid": Out(1), "s1_conn": Out(cb), "s1_arg": Out(arg_width),
-                          "s2_valid": Out(1), "s2_conn": Out(cb), "s2_arg": Out(arg_width)})
+        sig = {"take_valid": In(1), "take_conn": In(cb), "take_arg": In(arg_width),
+               "wb_valid": Out(1), "wb_conn": Out(cb), "wb_row": Out(row_width),
+               "s1_valid": Out(1), "s1_conn": Out(cb), "s1_arg": Out(arg_width),
+               "s2_valid": Out(1), "s2_conn": Out(cb), "s2_arg": Out(arg_width)}
+        if self.take_eq_in:
+            sig["take_eq_s2"] = In(1)
+        super().__init__(sig)
 
     def elaborate(self, platform):
         m = Module()
@@ -83,7 +89,8 @@ class RowPipe(wiring.Component):
         fwd_two = Signal()
         fwd_one = Signal()
         if self.forward:
-            m.d.sync += [fwd_two.eq(s2_valid & (s2_conn == self.take_conn)),
+            take_eq = self.take_eq_s2 if self.take_eq_in else s2_conn == self.take_conn
+            m.d.sync += [fwd_two.eq(s2_valid & take_eq),
                          fwd_one.eq(s2_valid & (s2_conn == s1_conn))]
         m.d.sync += [s2_valid.eq(s1_valid), s2_conn.eq(s1_conn), s2_arg.eq(s1_arg),
                      s2_row.eq(Mux(fwd_two, self.wb_row, rd_data))]
@@ -177,10 +184,16 @@ class ConnFifo(wiring.Component):
     """MR-TXS-212/215, MR-TXS-251: a FIFO of connection numbers in a memory of ``conns``
     entries (each connection at most once, so it never overflows), its head read a cycle ahead
     through a transparent synchronous read (the next head's address, so a push into an empty
-    queue is its head at the next cycle, as the model's deque)."""
+    queue is its head at the next cycle, as the model's deque).
 
-    def __init__(self, conns, width=None):
-        self.conns = conns
+    ``tail=True`` (MR-TXS-456): the push is registered in a tail register and written into the
+    memory at the next edge; the queue is the memory's entries and then the tail's, so its head
+    is the memory's head, or the tail's when the memory is empty, and a pop of the tail alone
+    takes it without a write: the same queue in every cycle, with no path from ``push`` but
+    into the tail register."""
+
+    def __init__(self, conns, width=None, *, tail=False):
+        self.conns, self.tail = conns, bool(tail)
         # MR-TXS-338/339: the ask and late queues are such FIFOs of wider entries
         cb = width or max(1, (conns - 1).bit_length())
         super().__init__({"push": In(1), "push_conn": In(cb), "pop": In(1),
@@ -200,12 +213,64 @@ class ConnFifo(wiring.Component):
         rp1, wp1 = Signal.like(rp), Signal.like(wp)
         lv_up, lv_dn = Signal.like(level), Signal.like(level)
         m.d.comb += [rp1.eq(rp + 1), wp1.eq(wp + 1), lv_up.eq(level + 1), lv_dn.eq(level - 1)]
-        m.d.comb += [wr.addr.eq(wp), wr.data.eq(self.push_conn), wr.en.eq(self.push),
-                     rd.addr.eq(Mux(self.pop, rp1, rp)), self.head.eq(rd.data),
-                     self.nonempty.eq(level != 0)]
-        m.d.sync += [rp.eq(Mux(self.pop, rp1, rp)), wp.eq(Mux(self.push, wp1, wp)),
-                     level.eq(Mux(self.push == self.pop, level,
-                                  Mux(self.push, lv_up, lv_dn)))]
+        push, push_conn, pop = self.push, self.push_conn, self.pop
+        head, nonempty = rd.data, level != 0
+        if self.tail:
+            # MR-TXS-456: the memory's push is last edge's (the tail register's); a pop takes
+            # the memory's head while it holds one (mem_ne: level not 0, a register of its
+            # own so the head's select and the pop's split read no compare), else the tail
+            tail_v, tail_c, mem_ne = Signal(), Signal(cb), Signal()
+            m.d.sync += [tail_v.eq(self.push), tail_c.eq(self.push_conn)]
+            pop, push, push_conn = Signal(), Signal(), tail_c
+            m.d.comb += [pop.eq(self.pop & mem_ne), push.eq(tail_v & ~(self.pop & ~mem_ne))]
+            head, nonempty = Mux(mem_ne, rd.data, tail_c), mem_ne | tail_v
+            m.d.sync += mem_ne.eq(Mux(push == pop, mem_ne, Mux(push, 1, level != 1)))
+        m.d.comb += [wr.addr.eq(wp), wr.data.eq(push_conn), wr.en.eq(push),
+                     rd.addr.eq(Mux(pop, rp1, rp)), self.head.eq(head),
+                     self.nonempty.eq(nonempty)]
+        m.d.sync += [rp.eq(Mux(pop, rp1, rp)), wp.eq(Mux(push, wp1, wp)),
+                     level.eq(Mux(push == pop, level, Mux(push, lv_up, lv_dn)))]
+        return m
+
+
+class TailSyncFifo(Elaboratable):
+    """MR-TXS-457: ``amaranth.lib.fifo.SyncFIFO``'s behaviour at its ports (``w_en``/``w_data``,
+    ``r_en``/``r_rdy``/``r_data``, its head read without a register, so the payload while empty
+    is the ring's slot as the model's ``SyncFifoModel``) and ``level``, with the write
+    registered: the write enable and data go into a tail register alone, written into the ring
+    at the next edge. The ring's pointers and contents are SyncFIFO's a cycle late at the
+    write; the head is the tail's data when the slot read is the one the tail is still to write
+    (``consume`` equal to the ring's ``produce`` while the tail is held), else the ring's; the
+    level the ring's plus the tail. Never written full (the room terms of MR-TXS-216)."""
+
+    def __init__(self, *, width, depth):
+        self.width, self.depth = width, depth
+        self.w_en, self.w_data = Signal(), Signal(width)
+        self.r_en, self.r_rdy, self.r_data = Signal(), Signal(), Signal(width)
+        self.level = Signal(range(depth + 2))
+
+    def elaborate(self, platform):
+        m = Module()
+        d = self.depth
+        m.submodules.storage = mem = memory.Memory(shape=self.width, depth=d, init=[])
+        wr, rd = mem.write_port(), mem.read_port(domain="comb")
+        tail_v, tail_d = Signal(), Signal(self.width)
+        produce, consume = Signal(range(d)), Signal(range(d))
+        ring = Signal(range(d + 1))                 # the entries written into the ring
+        at_tail = Signal()                          # consume == produce, from registers
+        m.d.comb += at_tail.eq(consume == produce)
+        do_read = Signal()
+        m.d.comb += [self.r_rdy.eq((ring != 0) | tail_v), do_read.eq(self.r_rdy & self.r_en),
+                     self.level.eq(ring + tail_v),
+                     wr.addr.eq(produce), wr.data.eq(tail_d), wr.en.eq(tail_v),
+                     rd.addr.eq(consume),
+                     self.r_data.eq(Mux(tail_v & at_tail, tail_d, rd.data))]
+        m.d.sync += [tail_v.eq(self.w_en), tail_d.eq(self.w_data)]
+        with m.If(tail_v):
+            m.d.sync += produce.eq(Mux(produce == d - 1, 0, produce + 1))
+        with m.If(do_read):
+            m.d.sync += consume.eq(Mux(consume == d - 1, 0, consume + 1))
+        m.d.sync += ring.eq(ring + tail_v - do_read)
         return m
 
 
@@ -340,8 +405,9 @@ class TxSchedRows(wiring.Component):
         m.d.sync += w_n.eq(wr_n_)
 
         # -- the output queues (MR-TXS-031/216)
-        m.submodules.frame_q = frame_q = fifo.SyncFIFO(width=lay.frame.size, depth=OUT_DEPTH)
-        m.submodules.sent_q = sent_q = fifo.SyncFIFO(width=lay.sent.size, depth=OUT_DEPTH)
+        # MR-TXS-457: the frame and sent queues with S2's writes registered
+        m.submodules.frame_q = frame_q = TailSyncFifo(width=lay.frame.size, depth=OUT_DEPTH)
+        m.submodules.sent_q = sent_q = TailSyncFifo(width=lay.sent.size, depth=OUT_DEPTH)
         m.submodules.cqe_q = cqe_q = fifo.SyncFIFO(width=lay.cqe.size + 1, depth=OUT_DEPTH)
         m.d.comb += [self.m_frame.valid.eq(frame_q.r_rdy), frame_q.r_en.eq(self.m_frame.ready),
                      self.m_frame.payload.eq(frame_q.r_data),
@@ -350,8 +416,9 @@ class TxSchedRows(wiring.Component):
         cqe_ports(m, self, cqe_q, lay)
 
         # -- the queues of connections (MR-TXS-212/215)
-        m.submodules.active = active = ConnFifo(C)
-        m.submodules.done_q = done_q = ConnFifo(C)
+        # MR-TXS-456: each with S2's push registered in a tail register
+        m.submodules.active = active = ConnFifo(C, tail=True)
+        m.submodules.done_q = done_q = ConnFifo(C, tail=True)
 
         # -- the descriptor memory (MR-TXS-205, MR-TXS-252): a connection's S x D records in
         # one word, read at S1's connection (so its read at the edge into S2 misses only the
@@ -382,7 +449,7 @@ class TxSchedRows(wiring.Component):
 
         m.submodules.pipe = pipe = RowPipe(C, rl.row.size, arg_lay.size, apply,
                                            init=self._reset_rows() if self.init_rows else (),
-                                           forward=self.forward)
+                                           forward=self.forward, take_eq_in=True)
         s1a = data.View(arg_lay, pipe.s1_arg)
         s2a = data.View(arg_lay, pipe.s2_arg)
         if self.pacing:
@@ -439,15 +506,22 @@ class TxSchedRows(wiring.Component):
             m.d.comb += t.eq(take_any & (take_kind == k))
         fail_conn = Mux(b_fail.fl_v, b_fail.fl.conn, b_fail.er.conn)
         take_conn = Signal(cb)
-        tc_ = Mux(
-            taken[K_VERDICT] | taken[K_PROBE], b_ver.conn, Mux(taken[K_CWND], b_cwnd.conn, Mux(
-                taken[K_FAIL], fail_conn, Mux(taken[K_ACKED], b_ack.conn, Mux(
-                    taken[K_LOST], b_lost.conn, Mux(taken[K_COMPLETE], done_q.head, Mux(
-                        taken[K_WR], b_wr.conn, active.head)))))))
-        if self.pacing:
-            tc_ = Mux(taken[K_TURN], b_turn.conn, Mux(taken[K_RETIME], b_rt.conn,
-                                                      Mux(taken[K_WAKE], late_head.conn, tc_)))
-        m.d.comb += take_conn.eq(tc_)
+
+        def by_take(f):
+            # the take's connection's select, over f of each source's connection
+            v = Mux(
+                taken[K_VERDICT] | taken[K_PROBE], f(b_ver.conn), Mux(taken[K_CWND], f(b_cwnd.conn), Mux(
+                    taken[K_FAIL], f(fail_conn), Mux(taken[K_ACKED], f(b_ack.conn), Mux(
+                        taken[K_LOST], f(b_lost.conn), Mux(taken[K_COMPLETE], f(done_q.head), Mux(
+                            taken[K_WR], f(b_wr.conn), f(active.head))))))))
+            if self.pacing:
+                v = Mux(taken[K_TURN], f(b_turn.conn), Mux(taken[K_RETIME], f(b_rt.conn),
+                                                        Mux(taken[K_WAKE], f(late_head.conn), v)))
+            return v
+        m.d.comb += take_conn.eq(by_take(lambda c: c))
+        # MR-TXS-458: the forward's equality with S2's connection per source, selected as the
+        # connection is (not compared after the select)
+        m.d.comb += pipe.take_eq_s2.eq(by_take(lambda c: c == pipe.s2_conn))
         ta = Signal(arg_lay)
         rep = data.View(lay.report, Mux(taken[K_ACKED], b_ack.as_value(), b_lost.as_value()))
         m.d.comb += [ta.kind.eq(take_kind),

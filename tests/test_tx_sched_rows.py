@@ -420,7 +420,7 @@ def test_connection_failure():
 
 
 @pytest.mark.parametrize("old,new", [
-    ("fwd_two.eq(s2_valid & (s2_conn == self.take_conn))", "fwd_two.eq(0)"),
+    ("fwd_two.eq(s2_valid & take_eq)", "fwd_two.eq(0)"),
     ("fwd_one.eq(s2_valid & (s2_conn == s1_conn))", "fwd_one.eq(0)"),
     ("fwd_one.eq(s2_valid & (s2_conn == s1_conn))", "fwd_one.eq(s2_conn == s1_conn)")])
 def test_row_pipe_wrong_forms_fail(old, new):
@@ -477,7 +477,7 @@ def test_rows_rtl_lockstep(prm, n, seed, kw):
     writes; 2 x 4 and 4 x 8): 0 mismatches, and the register scheduler's checker passes
     (MR-TXS-314: with rdep33's terms of MR-TXS-310..313; MR-TXS-436/438/439: with lvl42's
     queue terms, chunk bytes and schedule op's bytes; MR-TXS-455: with rows43's parallel
-    forms)."""
+    forms; MR-TXS-459: with push44's queue tails and forward term)."""
     core, drv, model, items, _ = rows_lockstep(prm, n, seed, **kw)
     assert core.mismatches == 0
     tc.check(TxSchedModel(**prm), items, drv.res)
@@ -801,9 +801,11 @@ def test_rows_rtl_queue_terms_wrong_forms_fail(old, new, kw):
 
 
 @pytest.mark.parametrize("old,new,kw", [
-    # MR-TXS-452: the level with a push and a pop together counted as a push
-    ("level.eq(Mux(self.push == self.pop, level,", "level.eq(Mux(~self.push & ~self.pop, level,",
-     (30, 1, {})),
+    # MR-TXS-452: the level with a push and a pop together counted as a push (MR-TXS-459:
+    # the ring's level behind the tail register; slow, the tail's wrong form is the default)
+    # (stk31's traffic, seed 35: the ring pushed and popped in one cycle)
+    pytest.param("level.eq(Mux(push == pop, level,", "level.eq(Mux(~push & ~pop, level,",
+                 (40, 35, STALL_KW), marks=pytest.mark.slow),
     # MR-TXS-454: a probe's LAST by the schedule op's place
     pytest.param("Mux(~Mux(is_probe, p_before, sp.before)", "Mux(~Mux(is_probe, sp.before, sp.before)",
                  "probe", marks=pytest.mark.slow),
@@ -895,6 +897,29 @@ def run_restores(seed, n=40, *, restore_hold=True, **kw):
                             **dict(STALL_KW, **kw))
     run_alone(m, drv)
     return items, drv, m
+
+
+@pytest.mark.parametrize("old,new,kw", [
+    # MR-TXS-456: the tail not in the queue until written (a connection queued a cycle late)
+    ("head, nonempty = Mux(mem_ne, rd.data, tail_c), mem_ne | tail_v",
+     "head, nonempty = rd.data, mem_ne", (30, 1, {"p_cwnd": 0.1})),
+    # MR-TXS-456: the tail written into the ring also when a pop takes it (twice in a queue)
+    pytest.param("push.eq(tail_v & ~(self.pop & ~mem_ne))", "push.eq(tail_v)",
+                 (30, 1, {"p_cwnd": 0.1}), marks=pytest.mark.slow),
+    # MR-TXS-457: the output queues' payload without the tail's data
+    pytest.param("self.r_data.eq(Mux(tail_v & at_tail, tail_d, rd.data))",
+                 "self.r_data.eq(rd.data)", (30, 1, {"p_cwnd": 0.1}), marks=pytest.mark.slow),
+    # MR-TXS-458: the forward's term compared with S1's connection
+    pytest.param("by_take(lambda c: c == pipe.s2_conn)", "by_take(lambda c: c == pipe.s1_conn)",
+                 (30, 1, {"p_cwnd": 0.1}), marks=pytest.mark.slow)])
+def test_rows_rtl_push_wrong_forms_fail(old, new, kw):
+    """MR-TXS-459 (negative controls): each wrong form of push44's registered pushes
+    (MR-TXS-456's queue tails, MR-TXS-457's output queue tails) and of MR-TXS-458's forward
+    term mismatches the unchanged row model."""
+    from metaroce.tb.lockstep import Mismatch, wrong_form
+    hdl = wrong_form("tx_sched_rows", old, new)
+    with pytest.raises(Mismatch):
+        rows_lockstep(dict(SMALL), kw[0], kw[1], hdl=hdl, **kw[2])
 
 
 def test_rows_last_active_kept():
