@@ -1078,7 +1078,7 @@ def test_serial_hold(kind):
     beside every 64-bit piece boundary up to the whole window, holes in the base, slides beyond
     the window, bases near the 24-bit wrap, each followed by the PSN at the new cum) and
     MR-RX-314's aliased PSNs, with idle cycles and backpressure and MR-RX-119's poisoned tables:
-    0 mismatches, the outcomes the model's."""
+    0 mismatches, the outcomes the model's. MR-RX-332: below interval 8 the parallel hold."""
     assert Rx(64, interval=8).serial and not Rx(64, interval=7).serial and not Rx(64).serial
     res = _serial_hold_run(kind)
     assert res["counters"][RxCode.ACCEPTED] >= 60 and res["counters"][CTR_ABANDONED] > 0
