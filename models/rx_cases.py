@@ -331,7 +331,9 @@ def serial_hold_cases(s: Setup, path=0, piece=64, *, by_packets=False):
     row's slow packet is followed by the PSN at the new ``cum`` and one more (the written ring
     and ``cum`` read back). ``by_packets`` (an RX whose path writes carry no SACK, MR-RX-240:
     the engine's): the row written with ``cum`` only and its SACK's PSNs sent as packets, in a
-    random order, before the slow one."""
+    random order, before the slow one. Stream 0's messages reopened first (MR-RX-086) at its
+    next message, so the packets reach the window whatever ran before."""
+    from .rx import TABLE_MSG
     rng, c, lay = s.rng, s.conns[0], s.lay
     full = (1 << P.SACK_BITS) - 1
     ends = sorted({e for b in range(piece, P.SACK_BITS + 1, piece) for e in (b - 1, b, b + 1)} | {1, 2})
@@ -344,7 +346,7 @@ def serial_hold_cases(s: Setup, path=0, piece=64, *, by_packets=False):
         sack = (((1 << run) - 1) << max(0, base - 1)) & full
         rows.append((sack | holes, [256 + base]))
     rows += [(rng.getrandbits(P.SACK_BITS), [rng.choice([513, 600])]), (full, [512]), (0, [512]), (full, [257])]
-    out = []
+    out = [CfgWrite(TABLE_MSG, c.qp << records.STREAM_BITS, c.msg.get(0, 0), "serial-reopen")]
     for i, (sack, ds) in enumerate(rows):
         base = rng.choice([rng.getrandbits(24), (1 << 24) - rng.randrange(1, 300)])
         out.append(CfgWrite(TABLE_PATH, (c.qp << lay.path_bits) | path,

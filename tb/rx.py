@@ -120,12 +120,12 @@ def interval_batches(s, n_random):
     b2b = rc.burst_same_path(s, 64, plen=9)
     near = (rc.path_forward_cases(s, rounds=2) + rc.own_write_cases(s)
             + rc.burst_slow(s, 12) + rc.burst_slow(s, 12, kind="fill")
-            # MR-RX-330: runs and bases at the serial hold's piece boundaries (SACKs by packets:
-            # the engine's path writes carry none)
-            + rc.serial_hold_cases(s, by_packets=True)
             + rc.message_cases(s, stream=0) + rc.read_cases(s, stream=min(2, c0.n_streams - 1)))
     near = rc.within_slots(s, [s.key_write(k) for k in s.keys] + near, before=mixed + b2b)
-    return [(mixed, 0.2, 0.4, True), (b2b, 0.0, 0.0, True), (near, 0.0, 0.0, False)]
+    # MR-RX-330: runs and bases at the serial hold's piece boundaries (SACKs sent as packets: the
+    # engine's path writes carry none), with idle cycles and backpressure
+    serial = rc.within_slots(s, rc.serial_hold_cases(s, by_packets=True), before=mixed + b2b + near)
+    return [(mixed, 0.2, 0.4, True), (b2b, 0.0, 0.0, True), (near, 0.0, 0.0, False), (serial, 0.1, 0.3, True)]
 
 
 async def _harness(dut, conns, paths, keys, streams, *, stop_on_mismatch=True):
