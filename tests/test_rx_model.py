@@ -412,7 +412,8 @@ def test_model_completions_equal_endpoint(seed, streams):
     assert rc.completions(s, res["cqe"]) == tr.cqes and len(tr.cqes) >= 3
 
 
-@pytest.mark.parametrize("seed", [31, 32])
+# seed 32 behind `slow` pays for test_serial_hold_cycles in the default run (slide44)
+@pytest.mark.parametrize("seed", [31, pytest.param(32, marks=pytest.mark.slow)])
 def test_delayed_ack_matches_endpoint(seed):
     """MR-RX-090..094: bursts of writes (ack_every 4, no AckReq) separated by gaps longer than the
     delayed-ACK time: the model's ACK stream, the timer's ACKs in the gaps included, equals the
