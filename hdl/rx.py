@@ -44,7 +44,8 @@ from ..models import records
 from ..models.parser import META_LAYOUT
 from ..models.rx import (ACK_DELAY_RESET, GEN_BITS, TIME_BITS, TIMER_DEPTH, ACK_EVERY_RESET, CHUNK_RING, COUNTER_BITS, COUNTER_PIECE, CTR_ABANDONED, CTR_ACKS, CTR_CE,
                          CTR_CQES, CTR_DUP_CHUNKS, CTR_MSG_REFUSED, CTR_NAKS, CTR_PLACED_BYTES,
-                         EPOCH_BITS, FIFO_DEPTH, HOLD_CYCLES, MSG_SLOTS, MTU_LOG2_RESET,
+                         EPOCH_BITS, FIFO_DEPTH, HOLD_CYCLES, MSG_SLOTS, MTU_LOG2_RESET, SERIAL_INTERVAL,
+                         SERIAL_PIECE, hold_cycles,
                          N_COUNTERS, RING_BITS, WC_RECV_RDMA_WITH_IMM, WC_RECV, RECV_SLOTS,
                          LATE_CODES, NAK_OF, TABLE_CONN, TABLE_GLOBAL, TABLE_KEY, TABLE_MSG,
                          TABLE_PATH, TABLE_RECV, TABLE_READ, TABLE_RSP_FREE, RD_SLOTS, SMALL, CAP_COUNT_BITS,
@@ -91,6 +92,31 @@ def _thermometer_index(prefix):
     edges = [t[k] & ~t[k + 1] for k in range(n + 1)]    # edges[c]: exactly c leading ones
     return Cat(*[Cat(*[edges[c] for c in range(n + 1) if c >> j & 1]).any()
                  for j in range((n - 1).bit_length())])
+
+
+def _lead_ones(bits):
+    """MR-RX-327: the serial hold's scan of a piece: whether all its bits are ones, and the
+    count of its leading ones (the index of its lowest 0) when not; groups of 8 as H2/H3's
+    (each group's all-ones and first 0, then the first group with a 0, one-hot), no adder."""
+    groups = len(bits) // 8
+    full = [bits[8 * g:8 * g + 8].all() for g in range(groups)]
+    first = [_thermometer_index(Cat(*[bits[8 * g:8 * g + k + 1].all() for k in range(8)])) for g in range(groups)]
+    onehot = [Cat(Const(1, 1), *full[:g]).all() & ~full[g] for g in range(groups)]
+    group_index = Cat(*[Cat(*[onehot[g] for g in range(groups) if g >> j & 1]).any()
+                        for j in range((groups - 1).bit_length())])
+    inner = Cat(*[Cat(*[onehot[g] & first[g][j] for g in range(groups)]).any() for j in range(3)])
+    return Cat(*full).all(), Cat(inner, group_index)
+
+
+def _below(value, n, lo_bits=4):
+    """``Cat(k < value for k in range(n))``, a thermometer of an unsigned ``value``, from its
+    nibbles' predecoded compares (a 4-input function a bit, as the slide's fill of MR-RX-048)."""
+    hi = value[lo_bits:]
+    groups = (n + (1 << lo_bits) - 1) >> lo_bits
+    hi_gt = [hi > j for j in range(groups)]
+    hi_eq = [hi == j for j in range(groups)]
+    lo_gt = [value[:lo_bits] > j for j in range(1 << lo_bits)]
+    return Cat(*[hi_gt[k >> lo_bits] | (hi_eq[k >> lo_bits] & lo_gt[k & ((1 << lo_bits) - 1)]) for k in range(n)])
 
 
 def _words(value, width):
@@ -529,6 +555,12 @@ def _rot_amt_next(slow, cum, new_cum):
     return Mux(slow, cum, new_cum)
 
 
+def _serial_capture(holding, hold, hold_n, pieces):
+    """MR-RX-327: the serial hold's capture cycles, H1 .. H1 + pieces - 1 (``hold`` counts
+    ``hold_n`` down to 1): the rotator shows piece ``sr_j`` and the piece register takes it."""
+    return holding & (hold > hold_n - pieces)
+
+
 def _s5_ring_load(advance, slow_write):
     """MR-RX-260: the cycles S5's ring register takes the path table's write data."""
     return advance | slow_write
@@ -600,6 +632,10 @@ class Rx(wiring.Component):
             raise ValueError(f"interval must be an int >= 1, not {interval!r}")
         self.interval = interval
         self.alone = interval >= ALONE_INTERVAL
+        # MR-RX-327: from SERIAL_INTERVAL on the slow update's hold scans the run SERIAL_PIECE
+        # bits a cycle, over hold_cycles(interval) cycles (the model's)
+        self.serial = interval >= SERIAL_INTERVAL
+        self.hold_n = hold_cycles(interval)
         # MR-RX-240: off, a configuration write of a path row clears its SACK ring (the field
         # is not read), and the ring rotator that places it in the ring is not built
         self.cfg_sack = bool(cfg_sack)
@@ -701,7 +737,7 @@ class Rx(wiring.Component):
         # with hold's next value's tests: each drives hundreds of enables and write-data muxes
         # from a flip-flop, not through a compare (the routed critical path of 98fe31a started
         # at `hold`)
-        hold = Signal(range(HOLD_CYCLES + 1))
+        hold = Signal(range(self.hold_n + 1))
         holding, slow_write = Signal(), Signal()
         advance = ~holding
 
@@ -1316,85 +1352,160 @@ class Rx(wiring.Component):
         # slow record's cum before its update (sl_cum's) in the hold, H5's new cum from H5 on
         rot_amt = Signal(9)
         assert HOLD_CYCLES >= 4
-        with m.If(advance):
-            m.d.sync += [sl_cum.eq(cum), sl_addr.eq(s4_carry.row), sl_cum_hi_p1.eq((cum_hi + 1)[:15]),
-                         sl_dist.eq(dist_lo), sl_slide.eq(slide), sl_step.eq(at_cum), sl_oh.eq(s4_oh),
-                         # MR-RX-324: a slide leaves S4's cum as it is, so the fill's `slow` selects
-                         rot_amt.eq(_rot_amt_next(slow_fill if lookup_free else slow, cum[:9], nrow.cum[:9])),
-                         hold.eq(Mux(slow, HOLD_CYCLES, 0)), holding.eq(slow), slow_write.eq(0)]
-        with m.Else():
-            m.d.sync += [hold.eq(hold - 1), holding.eq(hold != 1), slow_write.eq(hold == 2)]
-        sl_cum_lo = sl_cum[:9]
-        # H1: the ring rotated to cum (bit k: PSN cum + k); the slide's base (PSNs cum ..
-        # psn - 257) filled; bit 0 (cum itself) set
-        n_fill = P.SACK_BITS
-        fill = Signal(n_fill)
-        # bit k: the slide fills PSN cum + k (sl_dist == 0: all 256, else sl_dist[:8] > k), the
-        # thermometer from its two nibbles' predecoded compares (a 3-input function per bit)
-        fill_hi_gt, fill_hi_eq, fill_lo_gt = Signal(16), Signal(16), Signal(16)
-        m.d.comb += [fill_hi_gt.eq(Cat(*[sl_slide & ((sl_dist[4:8] > j) | (sl_dist == 0)) for j in range(16)])),
-                     fill_hi_eq.eq(Cat(*[sl_slide & (sl_dist[4:8] == j) for j in range(16)])),
-                     fill_lo_gt.eq(Cat(*[sl_dist[:4] > j for j in range(16)])),
-                     fill.eq(Cat(*[fill_hi_gt[k >> 4] | (fill_hi_eq[k >> 4] & fill_lo_gt[k & 15])
-                                   for k in range(n_fill)]))]
-        # the ring rotator's output (without ROT_AMT turned back by sl_step, a register): in
-        # H1's turn sl_row's ring rotated right by sl_cum_lo, in H4's the run's likewise
-        ring_rot = Signal(RING_BITS)
-        rel = Signal(RING_BITS)
-        m.d.comb += rel.eq(ring_rot if ROT_AMT else Mux(sl_step, ring_rot.rotate_left(1), ring_rot))
-        # MR-RX-310: bit k of the run vector is PSN cum + k: rel's bits 1..255, rel's bit 0 (the
-        # ring's bit of cum holds cum + 256) at 256, a slide to cum + 257 (not yet in the ring,
-        # H5 sets it) at 257; bit 0 (cum itself) set
-        h1_acc = Signal(RUN_BITS)
-        h1_holes = Signal(n_fill)     # received PSNs among the abandoned base, cum excluded
-        h1_base = Signal(9)           # PSNs in the base: psn - 256 - cum
-        m.d.sync += [h1_acc.eq(Cat(Cat(Const(1, 1), rel[1:]) | fill, rel[0], sl_slide & (sl_dist == 257))),
-                     h1_holes.eq(Cat(Const(0, 1), rel[1:n_fill] & fill[1:])),
-                     h1_base.eq(Mux(sl_slide, Mux(sl_dist == 0, P.SACK_BITS, sl_dist[:8]), 0))]
-        # H2: groups of 8: all ones, the prefix-AND inside, the first zero; popcounts of 16
-        n_groups = RUN_BITS // 8
-        h2_full = Signal(n_groups)
-        h2_prefix = Signal(RUN_BITS)
-        h2_first = [Signal(3, name=f"h2_first{g}") for g in range(n_groups)]
-        h2_pop = [Signal(5, name=f"h2_pop{g}") for g in range(n_fill // 16)]
-        h2_base = Signal(9)
-        for g in range(n_groups):
-            grp = h1_acc[8 * g:8 * g + 8]
-            prefix = Cat(*[grp[:k + 1].all() for k in range(8)])
-            m.d.sync += [h2_full[g].eq(grp.all()), h2_first[g].eq(_thermometer_index(prefix)),
-                         h2_prefix[8 * g:8 * g + 8].eq(prefix)]
-        m.d.sync += [*[p.eq(_popcount(h1_holes[16 * i:16 * i + 16])) for i, p in enumerate(h2_pop)],
-                     h2_base.eq(h1_base)]
-        # H3: the first group with a 0 (one-hot) and the run of ones from bit 0
-        h3_first_group = Signal(n_groups)
-        h3_run = Signal(RUN_BITS)     # H3's run of ones, loaded into S5's ring register
-        h3_pop = [Signal(7, name=f"h3_pop{i}") for i in range(len(h2_pop) // 4)]
-        h3_base = Signal(9)
-        # all groups below g full: the full eights of groups below g's eight, then g's own
-        eights = [h2_full[8 * j:8 * j + 8].all() for j in range((n_groups + 7) // 8)]
-        before = [Cat(Const(1, 1), *eights[:g // 8], h2_full[8 * (g // 8):g]).all() for g in range(n_groups)]
-        m.d.comb += [h3_run[8 * g + k].eq(before[g] & h2_prefix[8 * g + k]) for g in range(n_groups)
-                     for k in range(8)]
-        # MR-RX-310: the run reached the arrival at cum + 257 (cum passes it: not set in H5)
-        h3_past = Signal()
-        m.d.sync += [*[h3_first_group[g].eq(before[g] & ~h2_full[g]) for g in range(n_groups)],
-                     h3_past.eq(h3_run[RING_BITS + 1]),
-                     *[p.eq(_popcount_sum(h2_pop[4 * i:4 * i + 4])) for i, p in enumerate(h3_pop)],
-                     h3_base.eq(h2_base)]
-        # H4: the advance; the bits to clear (the run after cum, in ring positions)
-        h4_advance = Signal(9)
-        h4_clear = Signal(RING_BITS)
-        h4_abandoned = Signal(9)
-        h4_set = Signal()       # MR-RX-310: H5 sets the slide's arrival (sl_oh)
-        group_index = Cat(*[Cat(*[h3_first_group[g] for g in range(n_groups) if g >> j & 1]).any()
-                            for j in range(6)])
-        inner = Cat(*[Cat(*[h3_first_group[g] & h2_first[g][j] for g in range(n_groups)]).any()
-                      for j in range(3)])
-        m.d.sync += [h4_advance.eq(Cat(inner, group_index)),
-                     # H4's turn: the run rotated left by sl_cum_lo (the rotator's right
-                     # rotate of it bit-reversed, reversed)
-                     h4_clear.eq(rel[::-1]), h4_set.eq(sl_slide & ~(h3_past if RING_PAST else 0)),
-                     h4_abandoned.eq(h3_base - _popcount_sum(h3_pop))]
+        if not self.serial:
+            with m.If(advance):
+                m.d.sync += [sl_cum.eq(cum), sl_addr.eq(s4_carry.row), sl_cum_hi_p1.eq((cum_hi + 1)[:15]),
+                             sl_dist.eq(dist_lo), sl_slide.eq(slide), sl_step.eq(at_cum), sl_oh.eq(s4_oh),
+                             # MR-RX-324: a slide leaves S4's cum as it is, so the fill's `slow` selects
+                             rot_amt.eq(_rot_amt_next(slow_fill if lookup_free else slow, cum[:9], nrow.cum[:9])),
+                             hold.eq(Mux(slow, HOLD_CYCLES, 0)), holding.eq(slow), slow_write.eq(0)]
+            with m.Else():
+                m.d.sync += [hold.eq(hold - 1), holding.eq(hold != 1), slow_write.eq(hold == 2)]
+            sl_cum_lo = sl_cum[:9]
+            # H1: the ring rotated to cum (bit k: PSN cum + k); the slide's base (PSNs cum ..
+            # psn - 257) filled; bit 0 (cum itself) set
+            n_fill = P.SACK_BITS
+            fill = Signal(n_fill)
+            # bit k: the slide fills PSN cum + k (sl_dist == 0: all 256, else sl_dist[:8] > k), the
+            # thermometer from its two nibbles' predecoded compares (a 3-input function per bit)
+            fill_hi_gt, fill_hi_eq, fill_lo_gt = Signal(16), Signal(16), Signal(16)
+            m.d.comb += [fill_hi_gt.eq(Cat(*[sl_slide & ((sl_dist[4:8] > j) | (sl_dist == 0)) for j in range(16)])),
+                         fill_hi_eq.eq(Cat(*[sl_slide & (sl_dist[4:8] == j) for j in range(16)])),
+                         fill_lo_gt.eq(Cat(*[sl_dist[:4] > j for j in range(16)])),
+                         fill.eq(Cat(*[fill_hi_gt[k >> 4] | (fill_hi_eq[k >> 4] & fill_lo_gt[k & 15])
+                                       for k in range(n_fill)]))]
+            # the ring rotator's output (without ROT_AMT turned back by sl_step, a register): in
+            # H1's turn sl_row's ring rotated right by sl_cum_lo, in H4's the run's likewise
+            ring_rot = Signal(RING_BITS)
+            rel = Signal(RING_BITS)
+            m.d.comb += rel.eq(ring_rot if ROT_AMT else Mux(sl_step, ring_rot.rotate_left(1), ring_rot))
+            # MR-RX-310: bit k of the run vector is PSN cum + k: rel's bits 1..255, rel's bit 0 (the
+            # ring's bit of cum holds cum + 256) at 256, a slide to cum + 257 (not yet in the ring,
+            # H5 sets it) at 257; bit 0 (cum itself) set
+            h1_acc = Signal(RUN_BITS)
+            h1_holes = Signal(n_fill)     # received PSNs among the abandoned base, cum excluded
+            h1_base = Signal(9)           # PSNs in the base: psn - 256 - cum
+            m.d.sync += [h1_acc.eq(Cat(Cat(Const(1, 1), rel[1:]) | fill, rel[0], sl_slide & (sl_dist == 257))),
+                         h1_holes.eq(Cat(Const(0, 1), rel[1:n_fill] & fill[1:])),
+                         h1_base.eq(Mux(sl_slide, Mux(sl_dist == 0, P.SACK_BITS, sl_dist[:8]), 0))]
+            # H2: groups of 8: all ones, the prefix-AND inside, the first zero; popcounts of 16
+            n_groups = RUN_BITS // 8
+            h2_full = Signal(n_groups)
+            h2_prefix = Signal(RUN_BITS)
+            h2_first = [Signal(3, name=f"h2_first{g}") for g in range(n_groups)]
+            h2_pop = [Signal(5, name=f"h2_pop{g}") for g in range(n_fill // 16)]
+            h2_base = Signal(9)
+            for g in range(n_groups):
+                grp = h1_acc[8 * g:8 * g + 8]
+                prefix = Cat(*[grp[:k + 1].all() for k in range(8)])
+                m.d.sync += [h2_full[g].eq(grp.all()), h2_first[g].eq(_thermometer_index(prefix)),
+                             h2_prefix[8 * g:8 * g + 8].eq(prefix)]
+            m.d.sync += [*[p.eq(_popcount(h1_holes[16 * i:16 * i + 16])) for i, p in enumerate(h2_pop)],
+                         h2_base.eq(h1_base)]
+            # H3: the first group with a 0 (one-hot) and the run of ones from bit 0
+            h3_first_group = Signal(n_groups)
+            h3_run = Signal(RUN_BITS)     # H3's run of ones, loaded into S5's ring register
+            h3_pop = [Signal(7, name=f"h3_pop{i}") for i in range(len(h2_pop) // 4)]
+            h3_base = Signal(9)
+            # all groups below g full: the full eights of groups below g's eight, then g's own
+            eights = [h2_full[8 * j:8 * j + 8].all() for j in range((n_groups + 7) // 8)]
+            before = [Cat(Const(1, 1), *eights[:g // 8], h2_full[8 * (g // 8):g]).all() for g in range(n_groups)]
+            m.d.comb += [h3_run[8 * g + k].eq(before[g] & h2_prefix[8 * g + k]) for g in range(n_groups)
+                         for k in range(8)]
+            # MR-RX-310: the run reached the arrival at cum + 257 (cum passes it: not set in H5)
+            h3_past = Signal()
+            m.d.sync += [*[h3_first_group[g].eq(before[g] & ~h2_full[g]) for g in range(n_groups)],
+                         h3_past.eq(h3_run[RING_BITS + 1]),
+                         *[p.eq(_popcount_sum(h2_pop[4 * i:4 * i + 4])) for i, p in enumerate(h3_pop)],
+                         h3_base.eq(h2_base)]
+            # H4: the advance; the bits to clear (the run after cum, in ring positions)
+            h4_advance = Signal(9)
+            h4_clear = Signal(RING_BITS)
+            h4_abandoned = Signal(9)
+            h4_set = Signal()       # MR-RX-310: H5 sets the slide's arrival (sl_oh)
+            group_index = Cat(*[Cat(*[h3_first_group[g] for g in range(n_groups) if g >> j & 1]).any()
+                                for j in range(6)])
+            inner = Cat(*[Cat(*[h3_first_group[g] & h2_first[g][j] for g in range(n_groups)]).any()
+                          for j in range(3)])
+            m.d.sync += [h4_advance.eq(Cat(inner, group_index)),
+                         # H4's turn: the run rotated left by sl_cum_lo (the rotator's right
+                         # rotate of it bit-reversed, reversed)
+                         h4_clear.eq(rel[::-1]), h4_set.eq(sl_slide & ~(h3_past if RING_PAST else 0)),
+                         h4_abandoned.eq(h3_base - _popcount_sum(h3_pop))]
+        else:
+            hn = self.hold_n
+            pieces = RING_BITS // SERIAL_PIECE
+            lb = SERIAL_PIECE.bit_length() - 1
+            assert ROT_AMT and SERIAL_PIECE == 1 << lb and RING_BITS % SERIAL_PIECE == 0 and hn == pieces + 4
+            # MR-RX-327: the slide's base (PSNs cum .. psn - 257: psn - 256 - cum of them) and
+            # whether it reaches cum + 257 (the arrival the run can pass), registered as the
+            # record enters S5 in place of its distance
+            sl_base = Signal(9)
+            sl_b257 = Signal()
+            sl_slide_regs = [sl_base.eq(Mux(slide, Mux(dist_lo == 0, P.SACK_BITS, dist_lo[:8]), 0)),
+                             sl_b257.eq(slide & (dist_lo == 257))]
+            sr_j = Signal(range(pieces), name="sr_j")     # the piece the rotator shows
+            sr_alive = Signal(name="sr_alive")              # the run has not met a 0 yet
+            sr_t = Signal(9, name="sr_t")                   # the run's length (the advance)
+            sr_ab = Signal(9, name="sr_ab")                 # the base less its received PSNs
+            sr_pop = Signal(lb + 1, name="sr_pop")          # the received PSNs of the piece scanned
+            with m.If(advance):
+                m.d.sync += [sr_j.eq(0), sr_alive.eq(1), sr_pop.eq(0),
+                             sr_ab.eq(Mux(slide, Mux(dist_lo == 0, P.SACK_BITS, dist_lo[:8]), 0))]
+                m.d.sync += [sl_cum.eq(cum), sl_addr.eq(s4_carry.row), sl_cum_hi_p1.eq((cum_hi + 1)[:15]),
+                             *sl_slide_regs, sl_slide.eq(slide), sl_step.eq(at_cum), sl_oh.eq(s4_oh),
+                             # MR-RX-324: a slide leaves S4's cum as it is, so the fill's `slow` selects
+                             rot_amt.eq(_rot_amt_next(slow_fill if lookup_free else slow, cum[:9], nrow.cum[:9])),
+                             hold.eq(Mux(slow, self.hold_n, 0)), holding.eq(slow), slow_write.eq(0)]
+            with m.Else():
+                m.d.sync += [hold.eq(hold - 1), holding.eq(hold != 1), slow_write.eq(hold == 2)]
+            sl_cum_lo = sl_cum[:9]
+            # the turn's piece: the rotator's amount is sl_cum + SERIAL_PIECE x sr_j in the
+            # capture cycles (H1 .. H1 + pieces - 1), so its low bits are the run's bits
+            # SERIAL_PIECE x sr_j .. + SERIAL_PIECE - 1 (bit k: PSN cum + k); after the last
+            # capture the amount is sl_cum's again (the pieces make one turn)
+            ring_rot = Signal(RING_BITS)
+            rel = ring_rot
+            capt = _serial_capture(holding, hold, hn, pieces)
+            with m.If(capt):
+                m.d.sync += [sr_j.eq(sr_j + 1),
+                             rot_amt[lb:RING_LOG2].eq(rot_amt[lb:RING_LOG2] + 1)]
+            # the base's bits in the piece: run bit SERIAL_PIECE x sr_j + i below sl_base
+            base_hi = sl_base[lb:]
+            in_base = Cat(*[(base_hi > sr_j) | ((base_hi == sr_j) & lo) for lo in _below(sl_base[:lb], SERIAL_PIECE)])
+            first = sr_j == 0
+            sr_piece = Signal(SERIAL_PIECE, name="sr_piece")     # run bits, base filled, cum's set
+            sr_holes = Signal(SERIAL_PIECE, name="sr_holes")     # received PSNs in the base, cum not
+            sr_v, sr_pj = Signal(name="sr_v"), Signal(range(pieces), name="sr_pj")
+            sr_b256 = Signal(name="sr_b256")                     # the ring's bit of cum: cum + 256
+            piece = rel[:SERIAL_PIECE]
+            m.d.sync += [sr_piece.eq(Cat(piece[0] | in_base[0] | first, piece[1:] | in_base[1:])),
+                         sr_holes.eq(Cat(piece[0] & in_base[0] & ~first, piece[1:] & in_base[1:])),
+                         sr_v.eq(capt), sr_pj.eq(sr_j)]
+            with m.If(capt & first):
+                m.d.sync += sr_b256.eq(rel[0])
+            # the scan, the cycle after each capture: the run's length where its first 0 is,
+            # RING_BITS and cum + 256 / cum + 257 when every piece is all ones
+            full, lead = _lead_ones(sr_piece)
+            with m.If(sr_v & sr_alive):
+                with m.If(~full):
+                    m.d.sync += [sr_t.eq(Cat(lead, sr_pj)), sr_alive.eq(0)]
+                with m.Elif(sr_pj == pieces - 1):
+                    m.d.sync += [sr_t.eq(Cat(sr_b256 & ~sl_b257, sr_b256 & sl_b257, Const(0, 6), 1)),
+                                 sr_alive.eq(0)]
+            with m.If(~advance):
+                m.d.sync += [sr_pop.eq(Mux(sr_v, _popcount(sr_holes), 0)), sr_ab.eq(sr_ab - sr_pop)]
+            # the run as a vector (bit k: k < sr_t), for the turn back: loaded into S5's ring
+            # in hold 3 (see below) as H3's run
+            h3_run = Signal(RUN_BITS)
+            m.d.comb += h3_run.eq(Cat(_below(sr_t[:8], RING_BITS) | sr_t[8].replicate(RING_BITS),
+                                      sr_t[8] & (sr_t[:8] != 0), sr_t[8] & (sr_t[:8] > 1), Const(0, RUN_BITS - RING_BITS - 2)))
+            h4_advance = sr_t
+            h4_clear = Signal(RING_BITS)
+            h4_abandoned = sr_ab
+            h4_set = Signal()
+            m.d.sync += [h4_clear.eq(rel[::-1]),
+                         h4_set.eq(sl_slide & ~((sr_t == RING_BITS + 2) if RING_PAST else 0))]
         # H5: the new cum and ring
         new_lo = Signal(10)
         m.d.comb += new_lo.eq(sl_cum_lo + h4_advance)
@@ -1484,7 +1595,7 @@ class Rx(wiring.Component):
         # started the hold: S4's new row, as the hold starts only after an accepted record, no
         # hold write, no configuration write), so S4's update cone no longer drives sl_row's
         # 653 flip-flops; sl_row is read only in H5
-        with m.If(hold == SL_ROW_LOAD):
+        with m.If(hold == SL_ROW_LOAD + self.hold_n - HOLD_CYCLES):
             m.d.sync += sl_row.eq(path_wb_prev)
         m.d.comb += s4_row.eq(path_row)
         m.d.comb += [
@@ -1538,7 +1649,7 @@ class Rx(wiring.Component):
         ring_field = lay.path_mem["ring"]
         with m.If(_s5_ring_load(advance, slow_write)):
             m.d.sync += s5_ring.eq(path_wd[ring_field.offset:ring_field.offset + ring_field.width])
-        with m.Elif(hold == HOLD_CYCLES - 2):
+        with m.Elif(hold == (3 if self.serial else HOLD_CYCLES - 2)):
             # H3: the run (bit-reversed, cum's bit cleared) into S5's ring register for H4's
             # rotate: no hold outside an ACK push reads S5's ring after H1's turn. MR-RX-310:
             # PSN cum + 256's bit is the ring's bit of cum (cum + 257's is cum + 1's, in the run

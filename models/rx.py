@@ -38,7 +38,7 @@ __all__ = ["RxCode", "Outcome", "RxModel", "RxCycleModel", "Layouts", "layouts",
            "COUNTER_BITS", "N_COUNTERS", "CTR_ACKS", "CTR_NAKS", "CTR_CE", "CTR_ABANDONED",
            "CTR_PLACED_BYTES", "FIFO_DEPTH", "TABLE_GLOBAL", "TABLE_CONN", "TABLE_KEY",
            "TABLE_PATH", "ACK_EVERY_RESET", "MTU_LOG2_RESET", "NAK_OF", "DATA_OPS", "CHECK_STAGES",
-           "HOLD_CYCLES", "RING_BITS", "is_slow",
+           "HOLD_CYCLES", "RING_BITS", "is_slow", "SERIAL_INTERVAL", "SERIAL_PIECE", "hold_cycles",
            "payload_layout", "pack", "unpack", "rx_model_256x4", "TABLE_MSG", "MSG_SLOTS",
            "CHUNK_RING", "EPOCH_BITS", "CTR_CQES", "CTR_DUP_CHUNKS", "CTR_MSG_REFUSED", "MsgCode",
            "WC_RECV_RDMA_WITH_IMM", "chunk_new", "ACK_DELAY_RESET", "TIMER_DEPTH", "GEN_BITS",
@@ -125,6 +125,11 @@ CHECK_STAGES = 3
 #: MR-RX-048: the cycles a slow window update (a filled gap, a slide) holds the pipeline after
 #: its window-stage cycle.
 HOLD_CYCLES = 5
+
+#: MR-RX-327: from this frame interval on the slow update's hold is serial: the run vector
+#: scanned SERIAL_PIECE bits a cycle (the hold :func:`hold_cycles` long)
+SERIAL_INTERVAL = 8
+SERIAL_PIECE = 64
 
 #: MR-RX-310: the path row's SACK ring in the RTL's path table (PSN-indexed, ``psn mod 256``:
 #: one bit a PSN of the window ``cum+1 .. cum+256``; MR-RX-013's 512 withdrawn).
@@ -964,6 +969,16 @@ def chunk_new(entry, epoch):
     return not placed or (entry & mask) == (epoch - 1) & mask
 
 
+def hold_cycles(interval=1):
+    """MR-RX-048, MR-RX-327: the cycles a slow update holds the pipeline at frame interval
+    ``interval``: :data:`HOLD_CYCLES` below :data:`SERIAL_INTERVAL`, from it one cycle per
+    :data:`SERIAL_PIECE`-bit piece of the ring plus four (the first piece's turn, the last
+    piece's scan, the clear's turn back loaded and turned, the write)."""
+    if interval < SERIAL_INTERVAL:
+        return HOLD_CYCLES
+    return RING_BITS // SERIAL_PIECE + 4
+
+
 def is_slow(cum, psn, new_cum):
     """MR-RX-048: an accepted PSN whose window update is slow: a slide (more than
     ``SACK_BITS`` ahead of ``cum``) or a filled gap (``cum`` advances by more than one)."""
@@ -980,7 +995,7 @@ class RxCycleModel:
     those rows and the MTU of this cycle), S2, S3, and S4 (the window stage,
     :meth:`RxModel.dynamic`) at t+5; S5 pushes its outputs into the queues and counts it at
     t+6. A slow window update holds S0..S5 and the input for :data:`HOLD_CYCLES` cycles after
-    its S4 cycle. MR-RX-319: with ``interval`` N a record, a timer's event or a configuration
+    its S4 cycle (:func:`hold_cycles`: more from :data:`SERIAL_INTERVAL` on, MR-RX-327). MR-RX-319: with ``interval`` N a record, a timer's event or a configuration
     write is taken at most once every N cycles (``records.IntervalGate``)."""
 
     def __init__(self, width=512, conns=records.CONNS, paths=records.PATHS, keys=1024,
@@ -993,6 +1008,8 @@ class RxCycleModel:
         # taken at most once every `interval` cycles (MR-ENG-299's gate)
         self.interval = interval
         self.gate = records.IntervalGate(interval)
+        # MR-RX-327: the hold's length at this interval (serial from SERIAL_INTERVAL on)
+        self.hold_cycles = hold_cycles(interval)
         # MR-RX-186: the responder resources are decided in S4 from the packet model's count,
         # which S5's taking records (the message stage of S4's cycle) and the table 7 writes of
         # earlier cycles moved
@@ -1074,7 +1091,7 @@ class RxCycleModel:
         o = rx.dynamic(st)
         self.log.append(o)
         if o.code == RxCode.ACCEPTED and is_slow(before, st.psn, rx.path[st.path_row]["cum"]):
-            self.hold = HOLD_CYCLES
+            self.hold = self.hold_cycles
         return o
 
     def step(self, inputs):

@@ -320,6 +320,67 @@ def ring_alias_cases(s: Setup, path=0):
     return out
 
 
+def serial_hold_cases(s: Setup, path=0, piece=64, *, by_packets=False):
+    """MR-RX-327: the slow updates whose runs and bases end at and beside the serial hold's
+    ``piece``-bit boundaries, on rows of a path of connection 0 written with their SACK: filled
+    gaps whose run is ``t`` long (PSNs ``cum + 1 .. cum + t - 1`` received) for ``t`` at every
+    boundary and one beside it (up to 257, the whole window); slides by 257..512 whose base
+    (``d - 256`` PSNs from ``cum``) ends at and beside a boundary, over SACKs whose received
+    PSNs continue the run past the base, or leave holes in the base (counted as not abandoned);
+    slides beyond the window (513, 600: outside); bases a few PSNs below the 24-bit wrap. Each
+    row's slow packet is followed by the PSN at the new ``cum`` and one more (the written ring
+    and ``cum`` read back). ``by_packets`` (an RX whose path writes carry no SACK, MR-RX-240:
+    the engine's): the row written with ``cum`` only and its SACK's PSNs sent as packets, in a
+    random order, before the slow one. Stream 0's messages reopened first (MR-RX-086) at its
+    next message, so the packets reach the window whatever ran before."""
+    from .rx import TABLE_MSG
+    rng, c, lay = s.rng, s.conns[0], s.lay
+    full = (1 << P.SACK_BITS) - 1
+    ends = sorted({e for b in range(piece, P.SACK_BITS + 1, piece) for e in (b - 1, b, b + 1)} | {1, 2})
+    rows = [((1 << (t - 1)) - 1, [0]) for t in ends if 1 <= t <= P.SACK_BITS + 1]
+    for base in ends:
+        if not 1 <= base <= P.SACK_BITS:
+            continue
+        run = rng.choice(ends)                           # received PSNs after the base
+        holes = rng.getrandbits(P.SACK_BITS) & ((1 << max(0, base - 1)) - 1)
+        sack = (((1 << run) - 1) << max(0, base - 1)) & full
+        rows.append((sack | holes, [256 + base]))
+    rows += [(rng.getrandbits(P.SACK_BITS), [rng.choice([513, 600])]), (full, [512]), (0, [512]), (full, [257])]
+    out = [CfgWrite(TABLE_MSG, c.qp << records.STREAM_BITS, c.msg.get(0, 0), "serial-reopen")]
+    for i, (sack, ds) in enumerate(rows):
+        base = rng.choice([rng.getrandbits(24), (1 << 24) - rng.randrange(1, 300)])
+        out.append(CfgWrite(TABLE_PATH, (c.qp << lay.path_bits) | path,
+                            pack(lay.path, {"cum": base, "sack": 0 if by_packets else sack, "high": base}),
+                            f"serial-row{i}"))
+        if by_packets:
+            got = [j for j in range(P.SACK_BITS) if sack >> j & 1]
+            rng.shuffle(got)
+            out += [s.write(c, path=path, psn=P.psn_add(base, 1 + j), plen=0, name="serial-sack") for j in got]
+        out += [s.write(c, path=path, psn=P.psn_add(base, d), plen=0, name=f"serial+{d}") for d in ds]
+        # the PSN the new cum names, then one past it: the written row read back
+        m = rx_model_after(base, sack, ds)
+        out += [s.write(c, path=path, psn=P.psn_add(m, k), plen=0, name=f"serial-next+{k}") for k in (0, 1)]
+    out.append(s.path_write(c.qp, path, c.psn[path]))
+    return out
+
+
+def rx_model_after(cum, sack, ds):
+    """The window's ``cum`` after PSNs ``cum + d`` (``d`` in ``ds``) are taken on a row of
+    ``cum`` and ``sack`` (bit ``j``: PSN ``cum + 1 + j`` received), as MR-RX-024..029 move it:
+    for the stimulus of :func:`serial_hold_cases` (which PSN to send next), not a check."""
+    got = {P.psn_add(cum, 1 + j) for j in range(P.SACK_BITS) if sack >> j & 1}
+    for d in ds:
+        if d > 2 * P.SACK_BITS:
+            continue                                    # outside the window
+        got.add(P.psn_add(cum, d))
+        if d > P.SACK_BITS:
+            cum = P.psn_add(cum, d - P.SACK_BITS)       # the slide's base abandoned
+        while cum in got:
+            got.discard(cum)
+            cum = P.psn_add(cum, 1)
+    return cum
+
+
 def ring_residue_cases(s: Setup, path=0, rounds=2):
     """MR-RX-073, MR-RX-310: duplicates at every residue of the 256-bit ring. A row of a path of
     connection 0 written with every SACK bit set at a random base, then each PSN of its window
@@ -1464,11 +1525,13 @@ class Batches:
         return self.counted(drv)
 
 
-def run_model(width, setup: Setup, cases, *, seed=0, check_outputs=True, slot_nak=True, max_rd_atomic=None, **kw):
-    """:class:`RxCycleModel` alone through the :class:`Driver`; returns the driver's results."""
+def run_model(width, setup: Setup, cases, *, seed=0, check_outputs=True, slot_nak=True, max_rd_atomic=None,
+              interval=1, **kw):
+    """:class:`RxCycleModel` alone (at frame interval ``interval``) through the :class:`Driver`;
+    returns the driver's results."""
     lay = setup.lay
     model = RxCycleModel(width, lay.conns, lay.paths, lay.keys, streams=lay.streams, slot_nak=slot_nak,
-                         max_rd_atomic=max_rd_atomic)
+                         max_rd_atomic=max_rd_atomic, interval=interval)
     drv = make_driver(width, setup, cases, seed=seed, **kw)
     run_alone(model, drv)
     if check_outputs:

@@ -104,7 +104,8 @@ def interval_batches(s, n_random):
     """MR-RX-321: the batches of :func:`rx_interval` on setup ``s`` (one connection): (cases,
     p_idle, p_bp, quiet_cfg) each. The classes with idle cycles and backpressure; then without
     either, back to back on one path (the gate spaces them), MR-RX-117's records at distances 1
-    to 3 with a path write among them, S4's own writes, slides and filled gaps (holds)."""
+    to 3 with a path write among them, S4's own writes, slides and filled gaps (holds), the
+    serial hold's boundary runs (MR-RX-330)."""
     c0 = s.conns[0]
     mixed = (rc.stream_bound_cases(s) + rc.window_cases(s)
              # the one connection's instance has no free row (connection 0 is never opened)
@@ -121,7 +122,10 @@ def interval_batches(s, n_random):
             + rc.burst_slow(s, 12) + rc.burst_slow(s, 12, kind="fill")
             + rc.message_cases(s, stream=0) + rc.read_cases(s, stream=min(2, c0.n_streams - 1)))
     near = rc.within_slots(s, [s.key_write(k) for k in s.keys] + near, before=mixed + b2b)
-    return [(mixed, 0.2, 0.4, True), (b2b, 0.0, 0.0, True), (near, 0.0, 0.0, False)]
+    # MR-RX-330: runs and bases at the serial hold's piece boundaries (SACKs sent as packets: the
+    # engine's path writes carry none), with idle cycles and backpressure
+    serial = rc.within_slots(s, rc.serial_hold_cases(s, by_packets=True), before=mixed + b2b + near)
+    return [(mixed, 0.2, 0.4, True), (b2b, 0.0, 0.0, True), (near, 0.0, 0.0, False), (serial, 0.1, 0.3, True)]
 
 
 async def _harness(dut, conns, paths, keys, streams, *, stop_on_mismatch=True):

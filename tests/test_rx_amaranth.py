@@ -14,7 +14,7 @@ from amaranth.sim import Simulator
 
 from metaroce.hdl.rx import COLLISION_X_TABLES, Rx
 from metaroce.models import rx_cases as rc
-from metaroce.models.rx import (CTR_CQES, CTR_DUP_CHUNKS, CTR_MSG_REFUSED, CTR_NAKS, SMALL as SMALL_INSTANCE,
+from metaroce.models.rx import (CTR_ABANDONED, CTR_CQES, CTR_DUP_CHUNKS, CTR_MSG_REFUSED, CTR_NAKS, SMALL as SMALL_INSTANCE,
                                 TABLE_CONN, TABLE_KEY, RxCode, RxCycleModel)
 from metaroce.tb.lockstep import AmaranthSim, Mismatch, shared_sim, verilog_ports
 
@@ -1062,6 +1062,38 @@ def test_interval_gate_spaces_records_without_forwards(interval):
     cases = (rc.path_forward_cases(s, rounds=1) + rc.own_write_cases(s) + rc.message_cases(s)
              + rc.read_cases(s, conn=1, stream=1) + rc.burst_slow(s, 8))
     run_lockstep(64, s, cases, seed=5, p_idle=0.0, p_bp=0.0, interval=interval, check=False, quiet_cfg=False)
+
+
+def _serial_hold_run(kind, share=True):
+    s = rc.Setup(*SMALL, seed=16, ack_every=1)
+    cases = rc.burst_slow(s, 12, kind=kind, plen=5) + rc.serial_hold_cases(s) + rc.ring_alias_cases(s)
+    return run_lockstep(64, s, cases, seed=9, p_idle=0.1, p_bp=0.2, interval=8, share=share)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["slide", "fill"])
+def test_serial_hold(kind):
+    """MR-RX-327..330: at interval 8 the hold is serial (``Rx.serial``, 8 cycles): slides or
+    filled gaps back to back, then ``serial_hold_cases`` (runs and slide bases ending at and
+    beside every 64-bit piece boundary up to the whole window, holes in the base, slides beyond
+    the window, bases near the 24-bit wrap, each followed by the PSN at the new cum) and
+    MR-RX-314's aliased PSNs, with idle cycles and backpressure and MR-RX-119's poisoned tables:
+    0 mismatches, the outcomes the model's. MR-RX-332: below interval 8 the parallel hold."""
+    assert Rx(64, interval=8).serial and not Rx(64, interval=7).serial and not Rx(64).serial
+    res = _serial_hold_run(kind)
+    assert res["counters"][RxCode.ACCEPTED] >= 60 and res["counters"][CTR_ABANDONED] > 0
+
+
+@pytest.mark.slow
+def test_serial_hold_catches_late_piece(monkeypatch):
+    """MR-RX-331 (negative control of MR-RX-329): the pieces taken one hold cycle late (hold 7
+    to 4, the last one scanned after the run was loaded for the turn back) fail the lockstep
+    of test_serial_hold."""
+    import metaroce.hdl.rx as hdl_rx
+    monkeypatch.setattr(hdl_rx, "_serial_capture",
+                        lambda holding, hold, hold_n, pieces: holding & (hold < hold_n) & (hold > hold_n - pieces - 1))
+    with pytest.raises(Mismatch):
+        _serial_hold_run("fill", share=False)
 
 
 @pytest.mark.slow
