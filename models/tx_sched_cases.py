@@ -147,8 +147,12 @@ class Driver(CounterReadout):
 
     def __init__(self, lay, items, *, seed=0, p_idle=0.2, p_bp=0.3, loss=0.1, p_ack=0.3,
                  p_report_idle=0.2, ns_per_cycle=4, p_cwnd=0.0, cwnd_hi=50_000, rsps=(),
-                 p_probe=0.0, p_fail=0.0, cw_hold=False):
+                 p_probe=0.0, p_fail=0.0, cw_hold=False, late_acks=False):
         self.lay = lay
+        # MR-TXS-445/446: every other flush (the first too) times the paths out before it ACKs them, so that
+        # records the receiver has are reported lost and then acknowledged late (flagged)
+        self.late_acks, self.flushes = bool(late_acks), 0
+        self.la_rng = random.Random(seed ^ 0x1A7E)
         # MR-TXS-027, MR-TXS-253: message and connection failures offered on s_fail / s_error
         # (one connection's, alone or together) in a fraction p_fail of the cycles, from a
         # generator of their own (the other draws are those of a run without them)
@@ -192,7 +196,7 @@ class Driver(CounterReadout):
         self.res = {"frames": [], "sent": [], "cqe": [], "taken": [], "reports": [], "cycles": 0,
                     "counters": None, "timeouts": 0, "lost": 0, "cwnd_writes": [],
                     "rsp_done": [], "probes": [], "probe_frames": 0, "unit_probes": 0,
-                    "verdicts": defaultdict(int)}
+                    "verdicts": defaultdict(int), "late": 0}
 
     @property
     def sent_all(self):
@@ -208,33 +212,45 @@ class Driver(CounterReadout):
             rep = {"conn": d.conn, "path": d.path, "slot": d.slot, "chunk": d.chunk, "abort": d.abort, "lap": d.lap}
             if d.kind == "acked":
                 self.acked_q.append(dict(rep, late=d.late))         # MR-TXS-445
+                self.res["late"] += d.late
             else:
                 self.resend_q.append(rep)
 
     def _flush(self):
         """The block is quiet with records unresolved: ACK every path, then time out the paths
-        whose remaining records were all lost (the tail losses a timer finds, MR-REL-006)."""
+        whose remaining records were all lost (the tail losses a timer finds, MR-REL-006). With
+        ``late_acks`` every other flush (the first, third, ...) times out first and ACKs after
+        (late ACKs)."""
+        self.flushes += 1
+        late = self.late_acks and self.flushes % 2 == 1
         for row, st in list(self.rtx.path.items()):
             if st["floor"] == st["next_psn"]:
                 continue
             conn, path = row >> self.rtx.lay.path_bits, row & (self.lay.paths - 1)
-            self._ack(conn, path)
-            if st["floor"] != st["next_psn"] and st["timer_on"]:
-                if self.p_probe and self.rtx.probes_now(conn, path):
-                    # MR-TX-162: the unit's first expiry with another path healthy: a probe
-                    psn = self.rtx.probe(conn, path, self.now)
-                    self.probe_q.append({"conn": conn, "path": path, "psn": psn})
-                    self.res["unit_probes"] += 1
-                    continue
-                # MR-TXS-119: the timeout's path verdict follows on s_probe (the unit's m_probe)
-                self.probe_q.append({"conn": conn, "path": path, "psn": 0, "to": 1,
-                                     "verdict": self.rtx.verdict_now(conn, path)})
-                self.res["verdicts"][self.probe_q[-1]["verdict"]] += 1
-                out, _ = self.rtx.timeout(conn, path)
-                self.res["timeouts"] += 1
-                for d in out:
-                    self.resend_q.append({"conn": d.conn, "path": d.path, "slot": d.slot,
-                                          "chunk": d.chunk, "abort": d.abort, "lap": d.lap})
+            if not late:
+                self._ack(conn, path)
+            self._expire(conn, path, st)
+            if late:
+                self._ack(conn, path)
+
+    def _expire(self, conn, path, st):
+        """The path's timer expires (its records unresolved): a probe or a timeout."""
+        if st["floor"] != st["next_psn"] and st["timer_on"]:
+            if self.p_probe and self.rtx.probes_now(conn, path):
+                # MR-TX-162: the unit's first expiry with another path healthy: a probe
+                psn = self.rtx.probe(conn, path, self.now)
+                self.probe_q.append({"conn": conn, "path": path, "psn": psn})
+                self.res["unit_probes"] += 1
+                return
+            # MR-TXS-119: the timeout's path verdict follows on s_probe (the unit's m_probe)
+            self.probe_q.append({"conn": conn, "path": path, "psn": 0, "to": 1,
+                                 "verdict": self.rtx.verdict_now(conn, path)})
+            self.res["verdicts"][self.probe_q[-1]["verdict"]] += 1
+            out, _ = self.rtx.timeout(conn, path)
+            self.res["timeouts"] += 1
+            for d in out:
+                self.resend_q.append({"conn": d.conn, "path": d.path, "slot": d.slot,
+                                      "chunk": d.chunk, "abort": d.abort, "lap": d.lap})
 
     def inputs(self):
         rng = self.rng
@@ -392,7 +408,10 @@ class Driver(CounterReadout):
             else:
                 res["lost"] += 1
             if s["req"] or rng.random() < self.p_ack:
-                self._ack(*key)
+                # MR-TXS-445: with ``late_acks`` half the ACKs are lost (a generator of their
+                # own), so a flush finds records the receiver has and times them out first
+                if not (self.late_acks and self.la_rng.random() < 0.5):
+                    self._ack(*key)
         pending = (self.acked_q or self.resend_q or any(v is not None for v in self.offer.values())
                    or self.probe_q or self.probe_offer is not None)
         self.silent = 0 if (active or pending or out["s_wr__ready"] and inp["s_wr__valid"]
