@@ -10,8 +10,9 @@ port           dir    meaning
 ============== ====== ===================================================================
 s_sent         in     a data packet was sent {conn, path, psn, slot, chunk, nbytes, ...}
 s_ack          in     an ACK/NAK of the peer (the RX engine's ``m_ack`` layout)
-m_acked        out    a record acknowledged {conn, path, slot, chunk, abort}
-m_resend       out    a record proven lost by the SACK {conn, path, slot, chunk, abort}
+m_acked        out    a record acknowledged {conn, path, slot, chunk, abort, lap, late}
+                      (``late``: a timeout had reported it lost, MR-TXS-445)
+m_resend       out    a record proven lost by the SACK {conn, path, slot, chunk, abort, lap}
 m_ackev        out    per resolving ACK, what it acknowledged on its path: the Cwnd block's
                       ``s_ack`` {conn, path, bytes, pkts, ce, now, srtt} (MR-TX-070/071)
 m_probe        out    a tail probe: re-send the path's newest PSN as is {conn, path, psn}

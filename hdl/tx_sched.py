@@ -13,7 +13,8 @@ port       dir    meaning
 ========== ====== ========================================================================
 s_wr       in     a work request {op, conn, stream, wr_id, laddr, va, rkey, length, imm, swap,
                   compare} (the last two an atomic's operands, MR-TXS-096)
-s_acked    in     the retransmit unit's ``m_acked``: a record acknowledged
+s_acked    in     the retransmit unit's ``m_acked``: a record acknowledged (a ``late`` one:
+                  its path's evidence only, MR-TXS-446)
 s_resend   in     the retransmit unit's ``m_resend``: a record lost, its chunk to resend
 m_frame    out    a frame request (the frame builder's descriptor fields the scheduler owns)
 m_sent     out    the retransmit unit's ``s_sent``: a data packet was sent
