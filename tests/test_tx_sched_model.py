@@ -1016,13 +1016,16 @@ def test_endpoint_resends_on_tail_probed_paths():
 @pytest.mark.slow
 def test_endpoint_tail_probes_sweep():
     """MR-TXS-093, MR-TXS-125, MR-TX-206: the lost-ACK comparison over seeds 0..49 on 2 and 4
-    paths: 99 of the 100 runs agree on every frame (97 before the health ages, 78 before the
-    path verdicts), tail probes included (469 of them); the one left (seed 19 on 4 paths) parts
-    at an expiry where the endpoint no longer holds the message of the path's newest packet
-    and times out where the unit probes (MR-TX-206)."""
+    paths: 95 of the 100 runs agree on every frame (99 before late44's late reports, 97 before
+    the health ages, 78 before the path verdicts), tail probes included (435 of them); the
+    five left part after a late ACK whose chunk the endpoint counts and the scheduler does not
+    (MR-TXS-447: ``Diverged`` "late"; seed 19 on 4 paths among them, which with the chunk
+    counted parts at an expiry where the endpoint no longer holds the message of the path's
+    newest packet and times out where the unit probes, MR-TX-206)."""
     n = tc.endpoint_probe_sweep(range(50))
-    assert n["agree"] >= 99 and n["probes"] >= 450, n
-    assert not n.get("other") and n["agree"] + n.get("after_timeout", 0) + n.get("health", 0) == 100
+    assert n["agree"] >= 95 and n["probes"] >= 430, n
+    assert not n.get("other") and n["agree"] + sum(n.get(k, 0) for k in (
+        "late", "after_timeout", "health")) == 100, n
 
 
 @pytest.mark.parametrize("seed", [6, 38])
