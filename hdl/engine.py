@@ -800,8 +800,6 @@ class Engine(wiring.Component):
         # MR-TXS-444: above interval 1 the scheduler's output queues show their memory's head
         # only (MR-TXS-419), unless ``mem_head=False`` is given
         kw.setdefault("mem_head", tx_interval > 1)
-        # MR-TXS-440: the retransmit unit reports each record once
-        kw.setdefault("once", True)
         self.tx = Tx(width, conns=conns, paths=paths, rd_rows=True, pacing=self.pacing, ack_desc=True,
                      rows=self.rows, interval=tx_interval, **kw)
         # the scheduler's streams (the paced scheduler, MR-ENG-258, is a join without its own)

@@ -10,8 +10,9 @@ port           dir    meaning
 ============== ====== ===================================================================
 s_sent         in     a data packet was sent {conn, path, psn, slot, chunk, nbytes, ...}
 s_ack          in     an ACK/NAK of the peer (the RX engine's ``m_ack`` layout)
-m_acked        out    a record acknowledged {conn, path, slot, chunk, abort}
-m_resend       out    a record proven lost by the SACK {conn, path, slot, chunk, abort}
+m_acked        out    a record acknowledged {conn, path, slot, chunk, abort, lap, late}
+                      (``late``: a timeout had reported it lost, MR-TXS-445)
+m_resend       out    a record proven lost by the SACK {conn, path, slot, chunk, abort, lap}
 m_ackev        out    per resolving ACK, what it acknowledged on its path: the Cwnd block's
                       ``s_ack`` {conn, path, bytes, pkts, ce, now, srtt} (MR-TX-070/071)
 m_probe        out    a tail probe: re-send the path's newest PSN as is {conn, path, psn}
@@ -229,15 +230,13 @@ class Retransmit(wiring.Component):
 
     def __init__(self, width=64, *, conns=4096, paths=8, pool=16384, rto_ns=RTO_NS,
                  retry_limit=RETRY_LIMIT, slot_log2=SLOT_LOG2, collision_garbage=None, probes=True,
-                 ages=True, verdict_health=False, carry_chain=None, interval=1, forward_gap=None,
-                 once=False):
+                 ages=True, verdict_health=False, carry_chain=None, interval=1, forward_gap=None):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         check_params(conns, paths, pool, rto_ns, retry_limit, slot_log2)
         self.width = width
         self.rto_ns, self.retry_limit, self.slot_log2 = rto_ns, retry_limit, slot_log2
         self.probes = bool(probes)      # MR-TX-166: tail probes on (the TX top keeps them off)
-        self.once = bool(once)          # MR-TXS-440: each record reported once
         self.ages = bool(ages)          # MR-TX-203/204: the health and ECN ages
         self.carry_chain = carry_chain  # MR-TX-359: the sums' form; None = the platform's
         # MR-TX-453: MR-ENG-299's frame interval; stage 0 takes an event at most every
@@ -331,7 +330,9 @@ class Retransmit(wiring.Component):
         # row's), an ACK event its srtt in DUR_BITS (an estimate or srtt0)
         dur = records.DUR_BITS
         job_st = _stored_layout(lay.job, {"conn": 0, "path": 0})
+        # MR-TXS-445: an acknowledged report's is the lost one's and `late` (its last bit)
         report_st = _stored_layout(lay.acked, {"path": pb})
+        resend_st = _stored_layout(lay.resend, {"path": pb})
         error_st = _stored_layout(lay.error, {"path": pb})
         probe_st = _stored_layout(lay.probe, {"path": pb})
         ackev_st = _stored_layout(lay.ackev, {"srtt": dur})
@@ -341,7 +342,7 @@ class Retransmit(wiring.Component):
         # RTO's row at a LUT-RAM read
         m.submodules.ins_q = ins_q = HeadRegFIFO(width=lay.insert.size, depth=INS_DEPTH)
         m.submodules.acked_q = acked_q = HeadRegFIFO(width=report_st.size, depth=OUT_DEPTH)
-        m.submodules.resend_q = resend_q = HeadRegFIFO(width=report_st.size, depth=OUT_DEPTH)
+        m.submodules.resend_q = resend_q = HeadRegFIFO(width=resend_st.size, depth=OUT_DEPTH)
         m.submodules.error_q = error_q = HeadRegFIFO(width=error_st.size, depth=OUT_DEPTH)
         m.submodules.ackev_q = ackev_q = HeadRegFIFO(width=ackev_st.size, depth=OUT_DEPTH)
         m.submodules.probe_q = probe_q = HeadRegFIFO(width=probe_st.size, depth=OUT_DEPTH)
@@ -1095,7 +1096,8 @@ class Retransmit(wiring.Component):
         m.d.comb += [report.conn.eq(w_conn), report.path.eq(w_path), report.slot.eq(rec.slot),
                      report.chunk.eq(rec.chunk), report.abort.eq(rec.abort),
                      report.lap.eq(rec.lap),                                    # MR-TX-209
-                     acked_q.w_data.eq(report), resend_q.w_data.eq(report)]
+                     report.late.eq(~w_skip_zero),                              # MR-TXS-445
+                     acked_q.w_data.eq(report), resend_q.w_data.eq(report.as_value()[:resend_st.size])]
 
         # MR-TX-071: the ACK event of the walk that ended last cycle, its srtt from ev_rd
         ev_valid = Signal()
@@ -1136,17 +1138,16 @@ class Retransmit(wiring.Component):
                 expire = w_expire
                 to_acked = ~expire & w_bit
                 to_resend = ~to_acked & w_skip_zero
-                # MR-TXS-440: an acknowledged record of the lost prefix (a timeout reported
-                # it) is counted and freed, not reported again
-                to_report = (to_acked & w_skip_zero) if self.once else to_acked
+                # MR-TXS-445: an acknowledged record of the lost prefix (a timeout reported
+                # it) is reported too, flagged late (`report.late`, w_skip not 0)
                 # MR-TX-071: an ACK's last record waits for room for its event
                 ev_room = expire | ~w_left_one | ackev_q.w_rdy
-                advance = ((~to_report & ~to_resend) | (to_report & acked_q.w_rdy)
+                advance = ((~to_acked & ~to_resend) | (to_acked & acked_q.w_rdy)
                            | (to_resend & resend_q.w_rdy)) & ev_room
                 m.d.comb += walk_addr.eq(Mux(advance, link_data, w_cursor))
                 last = Signal()
                 with m.If(advance):
-                    m.d.comb += [acked_q.w_en.eq(to_report), resend_q.w_en.eq(to_resend),
+                    m.d.comb += [acked_q.w_en.eq(to_acked), resend_q.w_en.eq(to_resend),
                                  inc["acked"].eq(to_acked),
                                  inc["gap_losses"].eq(to_resend & ~expire),
                                  inc["timeout_losses"].eq(to_resend & expire)]
@@ -1373,7 +1374,7 @@ class Retransmit(wiring.Component):
                           ("ackev_q", ackev_q)) for p in ("w_rdy", "level")}}
 
         # -- outputs and counters (MR-TX-040)
-        for q, st, port in ((acked_q, report_st, self.m_acked), (resend_q, report_st, self.m_resend),
+        for q, st, port in ((acked_q, report_st, self.m_acked), (resend_q, resend_st, self.m_resend),
                             (error_q, error_st, self.m_error), (ackev_q, ackev_st, self.m_ackev),
                             (probe_q, probe_st, self.m_probe)):
             _copy_fields(m, port.payload, data.View(st, q.r_data), [k for k, _ in st])

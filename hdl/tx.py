@@ -368,7 +368,7 @@ class Tx(wiring.Component):
                  retry_limit=rtx_model.RETRY_LIMIT, slot_log2=rtx_model.SLOT_LOG2, rd_rows=False,
                  pacing=False, pace_ignored=False, verdicts=False, restores=True, ack_desc=False,
                  share_out=None, health_wrong=False, restore_after_ack=None, rows=False,
-                 interval=1, mem_head=False, once=False, **sched_kw):
+                 interval=1, mem_head=False, **sched_kw):
         unknown = set(sched_kw) - set(_SCHED_KW)
         if unknown:
             raise TypeError(f"unknown parameters {sorted(unknown)}")
@@ -432,8 +432,7 @@ class Tx(wiring.Component):
         # MR-TX-179: the unit's tail probes on, its m_probe joined to the scheduler's s_probe
         self.rtx = Retransmit(width, conns=conns, paths=paths, pool=pool, rto_ns=rto_ns,
                               retry_limit=retry_limit, slot_log2=slot_log2, probes=True,
-                              verdict_health=self.share_out, interval=interval,     # MR-TX-455
-                              once=once)                                            # MR-TXS-440
+                              verdict_health=self.share_out, interval=interval)     # MR-TX-455
         # MR-TX-280: ack_desc adds s_ack_desc (the engine's ACK descriptors into the one builder)
         self.ack_desc = bool(ack_desc)
         self.data = TxData(width, conns=conns, streams=streams, paths=paths, depth=depth,

@@ -13,7 +13,8 @@ port       dir    meaning
 ========== ====== ========================================================================
 s_wr       in     a work request {op, conn, stream, wr_id, laddr, va, rkey, length, imm, swap,
                   compare} (the last two an atomic's operands, MR-TXS-096)
-s_acked    in     the retransmit unit's ``m_acked``: a record acknowledged
+s_acked    in     the retransmit unit's ``m_acked``: a record acknowledged (a ``late`` one:
+                  its path's evidence only, MR-TXS-446)
 s_resend   in     the retransmit unit's ``m_resend``: a record lost, its chunk to resend
 m_frame    out    a frame request (the frame builder's descriptor fields the scheduler owns)
 m_sent     out    the retransmit unit's ``s_sent``: a data packet was sent
@@ -204,7 +205,7 @@ def sched_ports(lay):
     :class:`TxSched` and the row scheduler (MR-TXS-250: the same ports)."""
     return {
         "s_wr": In(stream.Signature(lay.wr)),
-        "s_acked": In(stream.Signature(lay.report)),
+        "s_acked": In(stream.Signature(lay.acked)),            # MR-TXS-445
         "s_resend": In(stream.Signature(lay.report)),
         "m_frame": Out(stream.Signature(lay.frame)),
         "m_sent": Out(stream.Signature(lay.sent)),
@@ -592,6 +593,7 @@ class TxSched(wiring.Component):
         # with the registers (a work request's take, one entry a cycle), read combinationally
         # by the reports' LAST terms (a read port each: 6 COMB a 4 bits, not an E-way mux)
         nl_lay = data.StructLayout({"nchm1": chunk_w, "lastnb": nb_w})
+        rep_w = lay.report.size         # MR-TXS-445: s_acked's report fields, below its `late`
         m.submodules.nl_mem = nl_mem = memory.Memory(shape=nl_lay, depth=E, init=[])
         nl_wr = nl_mem.write_port()
 
@@ -620,10 +622,10 @@ class TxSched(wiring.Component):
         # next; s_resend's holds its report until taken, its LAST term's operands read again
         # every cycle (a refill while it waits changes them). MR-TXS-385: each holds its entry's
         # nl_mem read, not the compare's result
-        ba_valid, ba, ba_nl = Signal(), Signal(lay.report), Signal(nl_lay, name="ba_nl")
+        ba_valid, ba, ba_nl = Signal(), Signal(lay.acked), Signal(nl_lay, name="ba_nl")
         br_valid, br, br_nl = Signal(), Signal(lay.report), Signal(nl_lay, name="br_nl")
         m.d.sync += [ba_valid.eq(self.s_acked.valid), ba.eq(self.s_acked.payload),
-                     ba_nl.eq(nl_read(self.s_acked.payload.as_value(), "pa"))]
+                     ba_nl.eq(nl_read(self.s_acked.payload.as_value()[:rep_w], "pa"))]
         ba_last, ba_nb = last_terms(ba, ba_nl.as_value(), "ba")
         br_last, br_nb = last_terms(br, br_nl.as_value(), "br")
         acked_valid = ba_valid
@@ -653,7 +655,7 @@ class TxSched(wiring.Component):
             m.d.comb += nx.addr.eq(e)
             return after_edge(e, _named(m, nx.data, f"next_{tag}"), tag)
 
-        m.d.sync += ba_next.eq(next_after(self.s_acked.payload.as_value(), "pa"))
+        m.d.sync += ba_next.eq(next_after(self.s_acked.payload.as_value()[:rep_w], "pa"))
 
         def intake(value, i_next_chunk, tag):
             """A boundary register's report and its checks on this cycle's state, each on its
@@ -683,8 +685,11 @@ class TxSched(wiring.Component):
                     "next": r.chunk == i_next_chunk, "far": i_far, "d": i_d,
                     "d1": i_dist1[:wb + 2]}
 
-        in_a, in_r = intake(ba.as_value(), ba_next, "a"), intake(br.as_value(), br_next, "r")
-        inc = data.View(lay.report, _named(m, Mux(acked_valid, ba.as_value(), br.as_value()),
+        in_a, in_r = intake(ba.as_value()[:rep_w], ba_next, "a"), intake(br.as_value(), br_next, "r")
+        # MR-TXS-446: a late report is ignored as one of a slot not live (MR-TXS-020), but for
+        # its path's evidence (rep_restore, on busy)
+        in_a["base"] = in_a["base"] & ~ba.late
+        inc = data.View(lay.report, _named(m, Mux(acked_valid, ba.as_value()[:rep_w], br.as_value()),
                                            "inc"))
         i_ = {k: _named(m, Mux(acked_valid, in_a[k], in_r[k]), f"i_{k}") for k in in_a}
         i_e = i_["e"]

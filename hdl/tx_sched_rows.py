@@ -355,7 +355,7 @@ class TxSchedRows(wiring.Component):
         wrb_lay = data.StructLayout({**{k: f.shape for k, f in lay.wr}, "rsp": 1, "msg": 32,
                                      "err": 1})
         b_wr, b_wr_v = Signal(wrb_lay), Signal()
-        b_ack, b_ack_v = Signal(lay.report), Signal()
+        b_ack, b_ack_v = Signal(lay.acked), Signal()
         b_lost, b_lost_v = Signal(lay.report), Signal()
         b_cwnd, b_cwnd_v = Signal(lay.cwnd), Signal()
         b_ver, b_ver_v = Signal(lay.probe), Signal()
@@ -371,7 +371,8 @@ class TxSchedRows(wiring.Component):
         pace_arg = ({"time": P.TIME_BITS, "set_time": 1, "paced": 1} if self.pacing else {})
         arg_lay = data.StructLayout({"kind": 4, "cq": 1, "path": 8, "slot": 3, "chunk": 20,
                                      "lap": 1, "cwnd": records.BYTES_BITS, "verdict": 2,
-                                     "fail": fail_lay, "psn": 24, **pace_arg})
+                                     "fail": fail_lay, "psn": 24, **pace_arg,
+                                     "late": 1})                # MR-TXS-445: s_acked's flag
         if self.pacing:
             # MR-TXS-340: the turn's and the write's boundary registers (the write's `paced`,
             # MR-TXS-177's compare, made as it is taken)
@@ -523,12 +524,14 @@ class TxSchedRows(wiring.Component):
         # connection is (not compared after the select)
         m.d.comb += pipe.take_eq_s2.eq(by_take(lambda c: c == pipe.s2_conn))
         ta = Signal(arg_lay)
-        rep = data.View(lay.report, Mux(taken[K_ACKED], b_ack.as_value(), b_lost.as_value()))
+        rep = data.View(lay.report, Mux(taken[K_ACKED], b_ack.as_value()[:lay.report.size],
+                                        b_lost.as_value()))
         m.d.comb += [ta.kind.eq(take_kind),
                      ta.cq.eq(taken[K_COMPLETE] | (taken[K_WR] & (w_status != 0))),
                      ta.path.eq(Mux(taken[K_VERDICT] | taken[K_PROBE], b_ver.path,
                                     Mux(taken[K_CWND], b_cwnd.path, rep.path))),
                      ta.slot.eq(rep.slot), ta.chunk.eq(rep.chunk), ta.lap.eq(rep.lap),
+                     ta.late.eq(taken[K_ACKED] & b_ack.late),
                      ta.cwnd.eq(b_cwnd.cwnd), ta.verdict.eq(b_ver.verdict), ta.fail.eq(b_fail),
                      ta.psn.eq(b_ver.psn)]
         if self.pacing:
@@ -791,7 +794,10 @@ class TxSchedRows(wiring.Component):
         s_ok = (rp_slot >> (db + sb)) == 0 if db + sb < 3 else Const(1, 1)
         r_live = live_k.bit_select(rp_slot[:db + sb], 1) & s_ok
         r_hit = Signal()
-        m.d.comb += r_hit.eq(p_ok & r_live & (re.lap == a.lap) & (rp_chunk < re.next_chunk))
+        # MR-TXS-446: a late report is ignored as one of a slot not live, but for its path's
+        # evidence (the restore below)
+        m.d.comb += r_hit.eq(p_ok & r_live & (re.lap == a.lap) & (rp_chunk < re.next_chunk)
+                             & ~a.late)
         rps = path_at(rp_path)
         # MR-TXS-284: an acknowledged report of a path of the instance not active restores it
         restore = Signal()

@@ -875,8 +875,6 @@ class EngineModel:
         # MR-TXS-444: above interval 1 the scheduler's output queues show their memory's head
         # only (MR-TXS-419), unless ``mem_head=False`` is given
         kw.setdefault("mem_head", tx_interval > 1)
-        # MR-TXS-440: the retransmit unit reports each record once
-        kw.setdefault("once", True)
         self.tx = TxCycleModel(width, conns, streams, paths, kw.pop("depth"), rd_rows=True,
                                pacing=self.pacing, ack_desc=True, ack_first=ack_first,
                                rows=self.rows, interval=tx_interval, **kw)

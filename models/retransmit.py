@@ -149,6 +149,10 @@ def layouts(conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL, hea
     ack = rx_model.layouts(conns, paths, 2).ack
     report = data.StructLayout({"conn": cb, "path": 8, "slot": slot_bits, "chunk": chunk_bits,
                                 "abort": 1, "lap": 1})
+    # MR-TXS-445: an acknowledged record's report, and ``late`` (last, so that every other
+    # field keeps its bits): a timeout had reported the record lost (the scheduler takes only
+    # its path's evidence)
+    acked = data.StructLayout({**dict(report.members), "late": 1})
     error = data.StructLayout({"conn": cb, "path": 8, "status": 5})
     # MR-TX-010: a pool record: the fields of records.RTX the unit keeps (its `next` is the
     # separate link memory, MR-TX-011)
@@ -191,7 +195,7 @@ def layouts(conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL, hea
     # the item's low bits): a verdict's other paths healthy (aged), 0 on a tail probe
     probe = data.StructLayout({"conn": cb, "path": 8, "psn": psn, "to": 1, "verdict": 2,
                                **({"healthy": paths} if health else {})})
-    return Layouts(conns, paths, pool, cb, pb, ptr, sent, ack, report, report, error, rec, path,
+    return Layouts(conns, paths, pool, cb, pb, ptr, sent, ack, acked, report, error, rec, path,
                    job, insert, ackev, probe)
 
 
@@ -268,17 +272,15 @@ class Decision:
     chunk: int
     abort: int = 0
     lap: int = 0                # MR-TX-209: the record's ring lap, as sent
+    late: int = 0               # MR-TXS-445: an acknowledged record a timeout reported lost
 
 
 class RetransmitModel:
     """The unit's semantics, one event at a time (MR-TX-020..024, MR-TX-052, MR-TX-061, MR-TX-064)."""
 
     def __init__(self, conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL, *,
-                 rto_ns=RTO_NS, retry_limit=RETRY_LIMIT, probes=True, ages=False, samples=False,
-                 once=False):
+                 rto_ns=RTO_NS, retry_limit=RETRY_LIMIT, probes=True, ages=False, samples=False):
         check_params(conns, paths, pool, rto_ns, retry_limit)
-        # MR-TXS-440: ``once``, each record reported once (a timed-out record's late ACK not)
-        self.once = bool(once)
         self.lay = layouts(conns, paths, pool)
         self.rto_ns, self.retry_limit, self.probes = rto_ns, retry_limit, bool(probes)
         # MR-TX-203/204: health and ECN age out 4 RTTs after the path's last progress and the
@@ -420,11 +422,10 @@ class RetransmitModel:
                 pkts += 1
                 nbytes += r["nbytes"]
                 self._count("acked")
-                if j >= lost_n or not self.once:
-                    # MR-TXS-440: with ``once`` a record a timeout reported lost (the lost
-                    # prefix) is freed unreported: each record reaches the scheduler once
-                    out.append(Decision("acked", a["conn"], a["path"], r["slot"], r["chunk"],
-                                        r["abort"], r.get("lap", 0)))
+                # MR-TXS-445: a record a timeout reported lost (the lost prefix) is reported
+                # flagged late: the scheduler takes its path's evidence and nothing else
+                out.append(Decision("acked", a["conn"], a["path"], r["slot"], r["chunk"],
+                                    r["abort"], r.get("lap", 0), int(j < lost_n)))
             elif j >= lost_n:
                 self._count("gap_losses")
                 out.append(Decision("resend", a["conn"], a["path"], r["slot"], r["chunk"], r["abort"],
@@ -547,14 +548,11 @@ class RetransmitCycleModel:
 
     def __init__(self, width=64, conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL,
                  *, rto_ns=RTO_NS, retry_limit=RETRY_LIMIT, slot_log2=SLOT_LOG2, probes=True,
-                 ages=True, verdict_health=False, interval=1, once=False):
+                 ages=True, verdict_health=False, interval=1):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         check_params(conns, paths, pool, rto_ns, retry_limit, slot_log2)
         self.width = width
-        # MR-TXS-440: each record reported once (the engine's; off: a timed-out record's late
-        # ACK reported acknowledged as well, the unit before)
-        self.once = bool(once)
         # MR-TX-453: MR-ENG-299's frame interval; stage 0 takes an event at most every
         # take_gap(interval) cycles (1: every cycle, MR-TX-033)
         self.interval = interval
@@ -607,7 +605,7 @@ class RetransmitCycleModel:
         self.w_left = 0
         self.w_skip = 0
         self.w_acked = 0
-        self.late_acked = 0             # MR-TXS-440: records freed unreported (for tests)
+        self.late_acked = 0             # MR-TXS-445: records reported flagged late (for tests)
         self.w_smp = self.w_trig = 0    # MR-TX-054: the trigger record's offset in the walk
         # the timer wheel (MR-TX-060): slot lists of path rows
         self.tbits = records.TIME_BITS - slot_log2
@@ -774,26 +772,26 @@ class RetransmitCycleModel:
                 kind = None if self.w_skip else "resend"
             else:
                 kind = "acked" if self.w_acked & 1 else (None if self.w_skip else "resend")
-            # MR-TXS-440: an acknowledged record of the lost prefix (a timeout reported it)
-            # is counted and freed, not reported again
-            report = kind if kind != "acked" or not (self.once and self.w_skip) else None
-            q = {"acked": self.acked_q, "resend": self.resend_q, None: None}[report]
+            # MR-TXS-445: an acknowledged record of the lost prefix (a timeout reported it) is
+            # reported flagged late
+            late = int(kind == "acked" and self.w_skip != 0)
+            q = {"acked": self.acked_q, "resend": self.resend_q, None: None}[kind]
             # MR-TX-071: an ACK's last record waits for room for its event
             ev_room = expire or self.w_left != 1 or self.ackev_q.level < OUT_DEPTH
             if (q is None or q.level < OUT_DEPTH) and ev_room:
                 if kind == "acked":
                     self._count("acked")
-                    self.late_acked += report is None
-                if report is not None:
+                    self.late_acked += late
+                if kind is not None:
                     d = Decision(kind, j["conn"], j["path"], r["slot"], r["chunk"], r["abort"],
-                                    r.get("lap", 0))
+                                 r.get("lap", 0), late)
                     self.log.append(d)
-                    word = pack(lay.acked, {"conn": d.conn, "path": d.path, "slot": d.slot,
-                                            "chunk": d.chunk, "abort": d.abort, "lap": d.lap})
+                    f = {"conn": d.conn, "path": d.path, "slot": d.slot, "chunk": d.chunk,
+                         "abort": d.abort, "lap": d.lap}
                     if kind == "acked":
-                        acked_push = word
+                        acked_push = pack(lay.acked, dict(f, late=late))
                     else:
-                        resend_push = word
+                        resend_push = pack(lay.resend, f)
                         self._count("timeout_losses" if expire else "gap_losses")
                 nxt = self.link.get(self.w_cursor, 0)
                 last = False
@@ -1095,11 +1093,11 @@ def retransmit_model_256x4(width=64):
 def engine_params(width=64):
     """MR-TX-456: the unit's parameters as ``Engine(width)`` builds it (``Tx``'s ``rtx``: 2
     connections x 4 paths, ``engine_tx_params``' pool and RTO, tail probes, MR-ENG-299's frame
-    interval of ``width``; MR-TXS-440's ``once``): ``(conns, paths, pool, keywords)``."""
+    interval of ``width``): ``(conns, paths, pool, keywords)``."""
     from .engine import engine_tx_params
     kw = engine_tx_params({})
     return 2, 4, kw["pool"], {"rto_ns": kw["rto_ns"], "probes": True,
-                              "interval": records.frame_interval(width), "once": True}
+                              "interval": records.frame_interval(width)}
 
 
 def retransmit_model_engine(width=64):

@@ -163,8 +163,7 @@ def replay(model, events):
     lay = model.lay
     sem = RetransmitModel(lay.conns, lay.paths, lay.pool, rto_ns=model.rto_ns,
                           retry_limit=model.retry_limit, probes=model.probes,
-                          ages=getattr(model, "ages", False),
-                          once=getattr(model, "once", False))              # MR-TXS-440
+                          ages=getattr(model, "ages", False))
     acked, resend, errors, late, ackevs, probes = [], [], [], [], [], []
     for ev in events:
         if ev[0] == "sent":
@@ -215,11 +214,13 @@ def check(model, res):
     lay = model.lay
     exp = replay(model, model.events)
 
-    def norm(ds):
-        return [pack(lay.acked, {"conn": d.conn, "path": d.path, "slot": d.slot, "chunk": d.chunk,
-                                 "abort": d.abort, "lap": d.lap}) for d in ds]
-    assert res["acked"] == norm(exp["acked"]), "acknowledged records"
-    assert res["resend"] == norm(exp["resend"]), "records reported lost"
+    def norm(ds, lay_):
+        return [pack(lay_, {"conn": d.conn, "path": d.path, "slot": d.slot, "chunk": d.chunk,
+                            "abort": d.abort, "lap": d.lap,
+                            **({"late": d.late} if lay_ is lay.acked else {})}) for d in ds]
+    # MR-TXS-445: an acknowledged report's late flag compared with the rest
+    assert res["acked"] == norm(exp["acked"], lay.acked), "acknowledged records"
+    assert res["resend"] == norm(exp["resend"], lay.resend), "records reported lost"
     assert res["error"] == exp["errors"], "error reports"
     if "probe" in res:
         assert res["probe"] == exp["probes"], "tail probes (MR-TX-162)"
@@ -414,7 +415,7 @@ def endpoint_run(seed=0, *, paths=2, loss=0.03, nmsg=12, msg_len=40_000, drop_un
                 "multi": int(len(ca.paths) > 1), "mtu": a.mtu, "beta_q": a._beta_q,
                 "cap": int(a.cwnd_max)}
     slot_of = {}
-    state = {"now": 0, "in_ack": None}
+    state = {"now": 0, "in_ack": None, "late": set()}
     orig_next, orig_frame = ca._next_frame, ca._frame
     orig_ack, orig_acked, orig_lost = ca._on_ack, ca._chunk_acked, ca._mark_lost
     orig_timeout, orig_probe_send = ca._on_timeout, ca._probe_send
@@ -450,10 +451,14 @@ def endpoint_run(seed=0, *, paths=2, loss=0.03, nmsg=12, msg_len=40_000, drop_un
                 if rec is not None and (acked >> j) & 1:
                     pkts += 1
                     nbytes += rec.nbytes
+                    if rec.lost:
+                        # MR-TXS-445: a record declared lost before, acknowledged late
+                        state["late"].add((id(rec.msg), rec.idx))
         try:
             return orig_ack(ack, now, bth_psn)
         finally:
             state["in_ack"] = None
+            state["late"].clear()
             if n > 0:
                 p = ca.paths[ack.path]
                 cc.append({"path": ack.path, "bytes": nbytes, "pkts": pkts,
@@ -463,7 +468,8 @@ def endpoint_run(seed=0, *, paths=2, loss=0.03, nmsg=12, msg_len=40_000, drop_un
     def chunk_acked(m, i):
         if state["in_ack"] is not None:
             decisions[-1].append(Decision("acked", conn, state["in_ack"], slot_of[(id(m), i)],
-                                          i & 0xFFFFF, int(i == ABORT)))
+                                          i & 0xFFFFF, int(i == ABORT),
+                                          late=int((id(m), i) in state["late"])))
         return orig_acked(m, i)
 
     def on_timeout(p, now):

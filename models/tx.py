@@ -505,7 +505,7 @@ class TxCycleModel:
                  retry_limit=rtx_model.RETRY_LIMIT, slot_log2=rtx_model.SLOT_LOG2, rd_rows=False,
                  pacing=False, pace_ignored=False, verdicts=False, restores=True,
                  pace_full_only=False, ack_desc=False, ack_first=True, share_out=None,
-                 restore_after_ack=None, rows=False, interval=1, mem_head=False, once=False,
+                 restore_after_ack=None, rows=False, interval=1, mem_head=False,
                  **sched_kw):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
@@ -568,8 +568,7 @@ class TxCycleModel:
         # MR-TX-179: the unit's tail probes on, its m_probe joined to the scheduler's s_probe
         self.rtx = RetransmitCycleModel(width, conns, paths, pool, rto_ns=rto_ns,
                                         retry_limit=retry_limit, slot_log2=slot_log2, probes=True,
-                                        verdict_health=self.share_out, interval=interval,  # MR-TX-455
-                                        once=once)                              # MR-TXS-440
+                                        verdict_health=self.share_out, interval=interval)  # MR-TX-455
         # MR-TX-280: ``ack_desc`` adds s_ack_desc, the ACK descriptors into the one builder
         self.ack_desc = bool(ack_desc)
         self.data = TxDataCycleModel(width, conns, streams, paths, depth, pool=pool,

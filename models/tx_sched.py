@@ -226,6 +226,7 @@ class Layouts:
     rsp_done: data.StructLayout
     probe: data.StructLayout
     rd: data.StructLayout
+    acked: data.StructLayout    # MR-TXS-445: s_acked's, ``report`` and ``late``
 
 
 def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"],
@@ -277,7 +278,7 @@ def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"]
                             "length": 32, "wr_id": 16})
     # MR-TXS-079: a tail probe, the retransmit unit's m_probe {conn, path, psn}
     return Layouts(conns, streams, paths, depth, cb, wr, cqe, frame, rl.sent, rl.resend, fail,
-                   rl.error, cwnd, rsp, rsp_done, rl.probe, rd)
+                   rl.error, cwnd, rsp, rsp_done, rl.probe, rd, rl.acked)
 
 
 def restore_layout(conns=SMALL["conns"], paths=SMALL["paths"]):
@@ -441,7 +442,9 @@ class TxSchedModel:
                 ps["rst"] = 1
             ps.update(state=PATH_ACTIVE, col=0)
         e = self.entry_of(c, f["slot"], f.get("lap", 0))
-        if p >= self.paths or e is None or f["chunk"] >= e["next_chunk"]:
+        # MR-TXS-446: a late report (its record a timeout reported lost) is its path's evidence
+        # (above) and nothing else: its packet left the flight with the lost report
+        if p >= self.paths or e is None or f["chunk"] >= e["next_chunk"] or f.get("late"):
             return False
         nbytes = P.chunk_bytes(msg_len(e["op"], e["length"]), f["chunk"], self.mtu)
         ps, cs = self.path[c * self.paths + p], self.conn[c]
@@ -1122,7 +1125,7 @@ class TxSchedCycleModel:
         else:
             self.rep = (True, self.br) if take_lost else None
         # MR-TXS-046: the ports into the boundary registers
-        self.ba = unpack(lay.report, g("s_acked__payload", 0)) if g("s_acked__valid", 0) else None
+        self.ba = unpack(lay.acked, g("s_acked__payload", 0)) if g("s_acked__valid", 0) else None
         # MR-TXS-156/157: the boundary register, emptied or taken, loads from the skid when it
         # holds a report, else from the port; the port's report waits in the skid otherwise
         if take_lost:

@@ -147,8 +147,12 @@ class Driver(CounterReadout):
 
     def __init__(self, lay, items, *, seed=0, p_idle=0.2, p_bp=0.3, loss=0.1, p_ack=0.3,
                  p_report_idle=0.2, ns_per_cycle=4, p_cwnd=0.0, cwnd_hi=50_000, rsps=(),
-                 p_probe=0.0, p_fail=0.0, cw_hold=False):
+                 p_probe=0.0, p_fail=0.0, cw_hold=False, late_acks=False):
         self.lay = lay
+        # MR-TXS-445/446: every other flush (the first too) times the paths out before it ACKs them, so that
+        # records the receiver has are reported lost and then acknowledged late (flagged)
+        self.late_acks, self.flushes = bool(late_acks), 0
+        self.la_rng = random.Random(seed ^ 0x1A7E)
         # MR-TXS-027, MR-TXS-253: message and connection failures offered on s_fail / s_error
         # (one connection's, alone or together) in a fraction p_fail of the cycles, from a
         # generator of their own (the other draws are those of a run without them)
@@ -192,7 +196,7 @@ class Driver(CounterReadout):
         self.res = {"frames": [], "sent": [], "cqe": [], "taken": [], "reports": [], "cycles": 0,
                     "counters": None, "timeouts": 0, "lost": 0, "cwnd_writes": [],
                     "rsp_done": [], "probes": [], "probe_frames": 0, "unit_probes": 0,
-                    "verdicts": defaultdict(int)}
+                    "verdicts": defaultdict(int), "late": 0}
 
     @property
     def sent_all(self):
@@ -206,32 +210,47 @@ class Driver(CounterReadout):
              "ce_count": 0, "ece": 0, "sport": 0}
         for d in self.rtx.ack(a):
             rep = {"conn": d.conn, "path": d.path, "slot": d.slot, "chunk": d.chunk, "abort": d.abort, "lap": d.lap}
-            (self.acked_q if d.kind == "acked" else self.resend_q).append(rep)
+            if d.kind == "acked":
+                self.acked_q.append(dict(rep, late=d.late))         # MR-TXS-445
+                self.res["late"] += d.late
+            else:
+                self.resend_q.append(rep)
 
     def _flush(self):
         """The block is quiet with records unresolved: ACK every path, then time out the paths
-        whose remaining records were all lost (the tail losses a timer finds, MR-REL-006)."""
+        whose remaining records were all lost (the tail losses a timer finds, MR-REL-006). With
+        ``late_acks`` every other flush (the first, third, ...) times out first and ACKs after
+        (late ACKs)."""
+        self.flushes += 1
+        late = self.late_acks and self.flushes % 2 == 1
         for row, st in list(self.rtx.path.items()):
             if st["floor"] == st["next_psn"]:
                 continue
             conn, path = row >> self.rtx.lay.path_bits, row & (self.lay.paths - 1)
-            self._ack(conn, path)
-            if st["floor"] != st["next_psn"] and st["timer_on"]:
-                if self.p_probe and self.rtx.probes_now(conn, path):
-                    # MR-TX-162: the unit's first expiry with another path healthy: a probe
-                    psn = self.rtx.probe(conn, path, self.now)
-                    self.probe_q.append({"conn": conn, "path": path, "psn": psn})
-                    self.res["unit_probes"] += 1
-                    continue
-                # MR-TXS-119: the timeout's path verdict follows on s_probe (the unit's m_probe)
-                self.probe_q.append({"conn": conn, "path": path, "psn": 0, "to": 1,
-                                     "verdict": self.rtx.verdict_now(conn, path)})
-                self.res["verdicts"][self.probe_q[-1]["verdict"]] += 1
-                out, _ = self.rtx.timeout(conn, path)
-                self.res["timeouts"] += 1
-                for d in out:
-                    self.resend_q.append({"conn": d.conn, "path": d.path, "slot": d.slot,
-                                          "chunk": d.chunk, "abort": d.abort, "lap": d.lap})
+            if not late:
+                self._ack(conn, path)
+            self._expire(conn, path, st)
+            if late:
+                self._ack(conn, path)
+
+    def _expire(self, conn, path, st):
+        """The path's timer expires (its records unresolved): a probe or a timeout."""
+        if st["floor"] != st["next_psn"] and st["timer_on"]:
+            if self.p_probe and self.rtx.probes_now(conn, path):
+                # MR-TX-162: the unit's first expiry with another path healthy: a probe
+                psn = self.rtx.probe(conn, path, self.now)
+                self.probe_q.append({"conn": conn, "path": path, "psn": psn})
+                self.res["unit_probes"] += 1
+                return
+            # MR-TXS-119: the timeout's path verdict follows on s_probe (the unit's m_probe)
+            self.probe_q.append({"conn": conn, "path": path, "psn": 0, "to": 1,
+                                 "verdict": self.rtx.verdict_now(conn, path)})
+            self.res["verdicts"][self.probe_q[-1]["verdict"]] += 1
+            out, _ = self.rtx.timeout(conn, path)
+            self.res["timeouts"] += 1
+            for d in out:
+                self.resend_q.append({"conn": d.conn, "path": d.path, "slot": d.slot,
+                                      "chunk": d.chunk, "abort": d.abort, "lap": d.lap})
 
     def inputs(self):
         rng = self.rng
@@ -261,7 +280,8 @@ class Driver(CounterReadout):
                 self.offer[kind] = q.popleft()
             if self.offer[kind] is not None:
                 inp[f"s_{kind}__valid"] = 1
-                inp[f"s_{kind}__payload"] = pack(self.lay.report, self.offer[kind])
+                inp[f"s_{kind}__payload"] = pack(self.lay.acked if kind == "acked" else self.lay.report,
+                                                 self.offer[kind])
         for name in ("m_frame__ready", "m_sent__ready", "m_cqe__ready"):
             inp[name] = int(rng.random() >= self.p_bp)
         if self.p_probe or self.probe_q or self.probe_offer is not None:   # MR-TXS-119: verdicts too
@@ -388,7 +408,10 @@ class Driver(CounterReadout):
             else:
                 res["lost"] += 1
             if s["req"] or rng.random() < self.p_ack:
-                self._ack(*key)
+                # MR-TXS-445: with ``late_acks`` half the ACKs are lost (a generator of their
+                # own), so a flush finds records the receiver has and times them out first
+                if not (self.late_acks and self.la_rng.random() < 0.5):
+                    self._ack(*key)
         pending = (self.acked_q or self.resend_q or any(v is not None for v in self.offer.values())
                    or self.probe_q or self.probe_offer is not None)
         self.silent = 0 if (active or pending or out["s_wr__ready"] and inp["s_wr__valid"]
@@ -878,12 +901,16 @@ class Diverged(AssertionError):
         self.kind, self.timeouts = kind, timeouts
 
 
-def _replay(sem, events, ep, collect=False, ages=True):
+def _replay(sem, events, ep, collect=False, ages=True, late_counted=False):
     """MR-TXS-051, MR-TXS-071: the endpoint ``ep``'s recorded ``events`` given to the scheduler
     ``sem`` in order: an ACK through the retransmit unit's semantics to reports, a READ
     response (``"rsp"``) to ``s_rsp``'s item, and at each frame the scheduler's next packet,
     whose descriptor fields must be the frame's. ``(frame requests, frames, completions)``,
-    the completions taken after each ACK when ``collect``."""
+    the completions taken after each ACK when ``collect``. MR-TXS-447: a late report (MR-TXS-445)
+    goes to the scheduler as the unit sends it, flagged, and the replay parts (:class:`Diverged`
+    "late") at the first frame that differs after one whose chunk the scheduler had not yet
+    acknowledged; ``late_counted``: such a report goes unflagged (the scheduler counts the chunk
+    as the endpoint does, MR-EXO-002: the unit before stl43), to compare what follows."""
     from .tx_sched import rsp_item
     # MR-TX-206: the unit's health and ECN ages (MR-TX-203/204) on its own RTT samples
     rtx = RetransmitModel(sem.conns, sem.paths, 1 << 14, ages=ages, samples=True)
@@ -891,10 +918,22 @@ def _replay(sem, events, ep, collect=False, ages=True):
     probe = None                # MR-TXS-093: the frame request of the unit's last tail probe
     timeouts = 0
 
+    # MR-TXS-447: the late reports whose chunk the scheduler had not acknowledged when they came:
+    # the endpoint counts such a chunk (MR-EXO-002), the scheduler waits for its resend's report
+    late_uncounted = []
+
     def report(ds):
         for d in ds:
+            if d.kind == "acked" and d.late:
+                e = sem.entry_of(d.conn, d.slot, d.lap)
+                if (not late_counted and e is not None and d.chunk < e["next_chunk"]
+                        and not sem.chunk_acked(e, d.chunk)):
+                    late_uncounted.append({"conn": d.conn, "path": d.path, "slot": d.slot,
+                                           "chunk": d.chunk, "frame": len(frames)})
             sem.report({"conn": d.conn, "path": d.path, "slot": d.slot, "chunk": d.chunk,
-                        "abort": d.abort, "lap": d.lap}, lost=d.kind == "resend")
+                        "abort": d.abort, "lap": d.lap,
+                        "late": 0 if late_counted else d.late},           # MR-TXS-445
+                       lost=d.kind == "resend")
 
     t_sent = getattr(events, "t_sent", {})
     for k, (kind, ev) in enumerate(events):
@@ -944,10 +983,20 @@ def _replay(sem, events, ep, collect=False, ages=True):
         while act is not None and act[0] == "drop":
             sem.apply(act)
             act = sem.decide()
+        def parted(what):
+            # MR-TXS-447: the two part after a late ACK whose chunk the endpoint counted
+            return Diverged(f"frame {len(frames)}: {what}, after the late report "
+                            f"{late_uncounted[0]} (the endpoint counted its chunk acknowledged, "
+                            f"the scheduler waits for its resend's report, MR-TXS-446)",
+                            "late", timeouts)
+        if act is None and late_uncounted:
+            raise parted("the scheduler has nothing to send")
         assert act is not None, (f"frame {len(frames)}: the endpoint sent, the scheduler has "
                                  f"nothing ({dict(ep.stats)})")
         ours, sent = sem.apply(act)
         diff = compare_frame(ours, ev)
+        if diff and late_uncounted:
+            raise parted(str(diff))
         if diff:
             raise Diverged(f"frame {len(frames)}: {diff} ({dict(ep.stats)})", "frame", timeouts)
         if k in t_sent:
@@ -960,7 +1009,7 @@ def _replay(sem, events, ep, collect=False, ages=True):
 
 def endpoint_compare(seed=0, *, paths=4, streams=2, msgs=None, loss=0.0, loopback=True,
                      drop_until=60e-6, depth=4, conn=1, conns=2, ack_loss=0.0, unit_ages=True,
-                     **ep_kw):
+                     late_counted=False, **ep_kw):
     """MR-TXS-051: the reference endpoint's sender and :class:`TxSchedModel` on the same writes.
 
     Without ``loopback`` the endpoint's frames are drawn until it blocks (no ACK comes back: the
@@ -970,7 +1019,8 @@ def endpoint_compare(seed=0, *, paths=4, streams=2, msgs=None, loss=0.0, loopbac
     acknowledged and lost records are reported to the scheduler in the same order. At each
     frame of the endpoint the scheduler's next packet must carry the same descriptor fields
     (path, PSN, offset, length, flags, stream, message, opcode, AckReq, RETH, MRSH, immediate).
-    Writes and sends (MR-TXS-060). Returns the number of frames compared and the retransmissions among them."""
+    Writes and sends (MR-TXS-060). Returns the number of frames compared and the retransmissions among them.
+    ``late_counted``: :func:`_replay`'s (MR-TXS-447)."""
     from .endpoint import Frame
     from .loopback import LoopFaults, Loopback
 
@@ -1009,7 +1059,7 @@ def endpoint_compare(seed=0, *, paths=4, streams=2, msgs=None, loss=0.0, loopbac
                 break
             t += 1e-9
 
-    requests, frames, _ = _replay(sem, events, a, ages=unit_ages)
+    requests, frames, _ = _replay(sem, events, a, ages=unit_ages, late_counted=late_counted)
     n_frames = len(frames)
     n_retx = sum(1 for q in requests if q["mrdh_flags"] & MrdhFlag.RETX)
     n_probes = sum(1 for k, _ in events if k == "probe")
@@ -1061,16 +1111,17 @@ def endpoint_probe_sweep(seeds, paths=(2, 4)):
     """MR-TXS-093: :func:`endpoint_probes` over ``seeds`` for each path count: the runs that
     agree frame for frame (``agree``, with their ``frames`` and ``probes``), and those that
     part, by why: ``health`` (the endpoint times out where the unit probes: its 4-RTT health
-    age, MR-TX-163), ``after_timeout`` (the frames part after an endpoint timeout: its path
-    verdicts, MR-PATH-002, are not in this slice), ``other``."""
+    age, MR-TX-163), ``late`` (after a late ACK whose chunk the endpoint counts, MR-TXS-447),
+    ``after_timeout`` (the frames part after an endpoint timeout: its path verdicts,
+    MR-PATH-002, are not in this slice), ``other``."""
     n = defaultdict(int)
     for p in paths:
         for seed in seeds:
             try:
                 r = endpoint_probes(seed, paths=p)
             except Diverged as e:
-                n["health" if e.kind == "decision" else "after_timeout" if e.timeouts
-                  else "other"] += 1
+                n["health" if e.kind == "decision" else "late" if e.kind == "late"
+                  else "after_timeout" if e.timeouts else "other"] += 1
                 continue
             n["agree"] += 1
             n["frames"] += r["frames"]

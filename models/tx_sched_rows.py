@@ -928,7 +928,7 @@ its number's read, each taken logged as an ``"rd"`` event).
         if b["wr"] is None:
             self.blocked["wr"] = False
         if out["s_acked__ready"] and g("s_acked__valid", 0):
-            b["acked"] = unpack(lay.report, g("s_acked__payload", 0))
+            b["acked"] = unpack(lay.acked, g("s_acked__payload", 0))
         if out["s_resend__ready"] and g("s_resend__valid", 0):
             b["lost"] = unpack(lay.report, g("s_resend__payload", 0))
             self.blocked["lost"] = False

@@ -99,7 +99,7 @@ async def tx_lockstep(dut):
 
 @cocotb.test()
 async def tx_late_fail(dut):
-    """MR-TXS-412, MR-TX-451/452 under Verilator: :func:`tx_cases.late_fail_batch` (200 ns a
+    """MR-TXS-412, MR-TX-451/452 under Verilator: :func:`tx_cases.late_fail_batch` (400 ns a
     cycle: tail probes and resends of failing reads, a read error after its message completed
     and its slot was taken again): every output compared every cycle, then the checker (the
     next message completes with its own status). ``late`` counts the model's failures of a

@@ -131,25 +131,36 @@ def test_lockstep_timers(seed):
 
 def _late_acks_run(dut_cls=Retransmit):
     """``test_lockstep_timers``' traffic at seed 3 with ACKs held back and delivered late
-    (``rc.traffic``'s stale ACKs): records a timeout reported lost, acknowledged later; the
-    unit with ``once`` (MR-TXS-440), RTL and model."""
-    timers = {"rto_ns": 3000, "retry_limit": 3, "slot_log2": 8, "once": True}
+    (``rc.traffic``'s stale ACKs): records a timeout reported lost, acknowledged later; RTL and
+    model."""
+    timers = {"rto_ns": 3000, "retry_limit": 3, "slot_log2": 8}
     items = rc.traffic(*SMALL, 300, seed=3, black_hole=6, rto_ns=3000)
     return run_lockstep(items, seed=3, timers=timers, p_idle=0.2, p_bp=0.4, dut_cls=dut_cls)
 
 
-def test_lockstep_late_ack_of_timed_out_record_unreported():
-    """MR-TXS-440, MR-TX-022, MR-TX-063, MR-TX-050: a record a timeout reported lost that an
-    ACK acknowledges later is counted (``acked``) and freed without a report on ``m_acked``:
-    the lockstep's traffic has such records (the model's ``late_acked``), 0 mismatches, and
-    the reports equal the semantics' (each record reported once). Negative control: the RTL
-    reporting them (the RTL without ``once``, the unit before) mismatches."""
+def test_lockstep_late_ack_of_timed_out_record_reported_late():
+    """MR-TXS-445, MR-TXS-449, MR-TX-022, MR-TX-063, MR-TX-050: a record a timeout reported
+    lost that an ACK acknowledges later is counted (``acked``), freed and reported on
+    ``m_acked`` flagged ``late``: the lockstep's traffic has such records (the model's
+    ``late_acked``), 0 mismatches, and the reports with their flags equal the semantics'.
+    Negative control: the RTL without the flag (the unit before stl43) mismatches."""
     res = _late_acks_run()
     m = res["model"]
     assert m.late_acked >= 1
-    assert m.counters[CTR["acked"]] == len(res["acked"]) + m.late_acked
+    assert m.counters[CTR["acked"]] == len(res["acked"])
+    assert sum(unpack(m.lay.acked, w)["late"] for w in res["acked"]) == m.late_acked
     with pytest.raises(Mismatch):
-        _late_acks_run(lambda *a, once, **kw: Retransmit(*a, once=False, **kw))
+        _late_acks_run(wrong_form("retransmit", "report.late.eq(~w_skip_zero)",
+                                  "report.late.eq(0)").Retransmit)
+
+
+@pytest.mark.slow
+def test_lockstep_late_ack_dropped_mismatches():
+    """MR-TXS-445, MR-TXS-449: negative control: the RTL that frees a timed-out record's late
+    ACK unreported (stl43's ``once``, MR-TXS-440) mismatches the model that reports it late."""
+    with pytest.raises(Mismatch):
+        _late_acks_run(wrong_form("retransmit", "acked_q.w_en.eq(to_acked)",
+                                  "acked_q.w_en.eq(to_acked & w_skip_zero)").Retransmit)
 
 
 def test_joins_the_rx_engines_ack_stream():

@@ -49,10 +49,12 @@ def _late_fail_run(*, ignore_lap=False):
 
 
 def test_late_read_error_is_ignored():
-    """MR-TXS-412, MR-TX-451, MR-TX-452: at 200 ns a cycle (RTOs of 200 cycles) a read error
+    """MR-TXS-412, MR-TX-451, MR-TX-452: at 400 ns a cycle (RTOs of 100 cycles) a read error
     comes after its message completed and its slot holds the stream's next message; it is
     ignored (the next message completes with status 0), and every probe's read fails as its
-    packet's did. Before MR-TXS-412 work request 23 of this run completed LOC_PROT_ERR."""
+    packet's did. MR-TXS-448: the TX's default unit (late ACKs flagged, MR-TXS-445): the run
+    until late44 (seed 1 at 200 ns) stops at 25 of 31 completions (MR-TXS-447's liveness
+    limit), this one (seed 6 at 400 ns) completes."""
     items, rsps, drv, late = _late_fail_run()
     assert late, "the run has a read error of a slot's previous message"
     s = xc.check(_sem(), items, drv, rsps)

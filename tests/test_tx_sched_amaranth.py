@@ -1259,7 +1259,9 @@ def test_model_lost_report_waiting_stalls(seed):
         _path_state_model(seed, lost_waits=True)
 
 
-@pytest.mark.parametrize("seed", [1] + [pytest.param(s, marks=pytest.mark.slow) for s in (3, 6, 7, 18)])
+# seed 1 slow since late44: test_lockstep_late_reports runs the same traffic with late ACKs and
+# the same verdicts in the default run
+@pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.slow) for s in (1, 3, 6, 7, 18)])
 def test_lockstep_path_states(seed):
     """MR-TXS-113..120, MR-TXS-118/119: the timeouts' verdicts (suspicions, reroutes and
     retirements: the driver's receiver loses 60 % of the packets, so paths time out again and
@@ -1270,6 +1272,32 @@ def test_lockstep_path_states(seed):
     res = run_lockstep(items, **kw)
     v = res["verdicts"]
     assert v[2] >= 5 and v[1] >= 3 and v[3] >= 1, dict(v)
+
+
+def test_lockstep_late_reports():
+    """MR-TXS-445, MR-TXS-446, MR-TXS-449: ``test_lockstep_path_states``' traffic at seed 2 with
+    late ACKs (the driver's ``late_acks``: half the receiver's ACKs lost, every other flush
+    timing the paths out before it ACKs them): 15 reports flagged late, each naming a live
+    entry's sent chunk, among suspicions and reroutes: 0 mismatches, and the checker passes
+    (every work request completes once, every chunk sent). The wrong form, the late report
+    taken as any acknowledged report: ``test_late_report_wrong_form_fails`` (slow). It stands
+    for ``test_lockstep_path_states[1]`` in the default run (MR-TXS-113..120: the same verdicts
+    acted on, suspicions, reroutes and retirements, restores by late reports among them)."""
+    items, kw = _path_state_run(2)
+    res = run_lockstep(items, late_acks=True, **kw)
+    v = res["verdicts"]
+    assert res["late"] >= 10 and v[2] >= 5 and v[1] >= 3 and v[3] >= 1, (res["late"], dict(v))
+
+
+@pytest.mark.slow
+def test_late_report_wrong_form_fails():
+    """MR-TXS-446 (negative control): the register scheduler taking a late report as any
+    acknowledged report (its flight released a second time, its chunk counted) mismatches the
+    model on ``test_lockstep_late_reports``' traffic."""
+    items, kw = _path_state_run(2)
+    kw = {k: v for k, v in kw.items() if k not in ("seed", "p_idle", "p_bp")}
+    assert_wrong_form_fails(('in_a["base"] = in_a["base"] & ~ba.late', 'in_a["base"] = in_a["base"]'),
+                            items, 2, late_acks=True, **kw)
 
 
 # MR-TXS-116/117/118's wrong forms: a probing path that takes a resend, the verdict's

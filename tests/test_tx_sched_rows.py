@@ -459,7 +459,8 @@ def rows_lockstep(prm, n, seed, *, forward=True, hdl=None, rsps=0, driver=tc.Dri
 
 
 RTL_CASES = [
-    (dict(SMALL), 30, 1, {"p_cwnd": 0.1}),
+    # slow since late44: test_rows_rtl_late_reports is the default run's lockstep of this size
+    pytest.param(dict(SMALL), 30, 1, {"p_cwnd": 0.1}, marks=pytest.mark.slow),
     pytest.param(dict(SMALL, conns=4, paths=8), 25, 2, {"p_cwnd": 0.05},
                  marks=pytest.mark.slow),
     pytest.param(dict(SMALL), 60, 3, {"p_bp": 0.8}, marks=pytest.mark.slow),
@@ -482,6 +483,37 @@ def test_rows_rtl_lockstep(prm, n, seed, kw):
     assert core.mismatches == 0
     tc.check(TxSchedModel(**prm), items, drv.res)
     assert model.counts["sched"] >= n and model.counts["acked"] and model.counts["complete"]
+
+
+#: MR-TXS-449: lossy traffic with late ACKs (the driver's ``late_acks``) and the timeouts' verdicts
+_LATE_CASE = (dict(SMALL), 30, 2, {"late_acks": True, "loss": 0.5, "p_cwnd": 0.05, "cwnd_hi": 8000})
+
+
+def test_rows_rtl_late_reports():
+    """MR-TXS-445, MR-TXS-446, MR-TXS-449: the row scheduler's RTL in lockstep with its model
+    with late ACKs (half the receiver's ACKs lost, every other flush timing the paths out before
+    it ACKs them): reports flagged late among suspicions and reroutes, 0 mismatches, the
+    checker passes. Negative control (slow): ``test_rows_rtl_late_wrong_form_fails``. The
+    default run's lockstep of this size (``test_rows_rtl_lockstep``'s first case is slow)."""
+    prm, n, seed, kw = _LATE_CASE
+    core, drv, model, items, _ = rows_lockstep(prm, n, seed, **kw)
+    assert core.mismatches == 0
+    tc.check(TxSchedModel(**prm), items, drv.res)
+    assert drv.res["late"] >= 3 and sum(drv.res["verdicts"].values()) >= 3, \
+        (drv.res["late"], dict(drv.res["verdicts"]))
+    assert model.counts["sched"] >= n and model.counts["acked"] and model.counts["complete"]
+
+
+@pytest.mark.slow
+def test_rows_rtl_late_wrong_form_fails():
+    """MR-TXS-446 (negative control): the row scheduler's RTL taking a late report as any
+    acknowledged report (``r_hit`` without ``~late``) mismatches its model."""
+    from metaroce.tb.lockstep import Mismatch, wrong_form
+    prm, n, seed, kw = _LATE_CASE
+    bad = wrong_form("tx_sched_rows", "(rp_chunk < re.next_chunk)\n                             & ~a.late)",
+                     "(rp_chunk < re.next_chunk))")
+    with pytest.raises(Mismatch):
+        rows_lockstep(prm, n, seed, hdl=bad, **kw)
 
 
 @pytest.mark.parametrize("seed,n", [(1, 30), pytest.param(2, 60, marks=pytest.mark.slow),

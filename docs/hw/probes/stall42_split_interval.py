@@ -16,7 +16,9 @@ queues off or on (default the engine's: on above interval 1 since stl43, MR-TXS-
 
 Session 43 (stl43): the stall's cause was a second report of one packet (a timed-out record's
 late ACK, MR-TXS-440); with the unit fixed seeds 1..12 complete at 15 % with ``RXI=1`` and
-without, with ``MEM_HEAD`` 0 and 1 (docs/hw/tx-results.md, stl43).
+without, with ``MEM_HEAD`` 0 and 1 (docs/hw/tx-results.md, stl43). Session 44 (late44): the
+late ACK reported flagged instead (MR-TXS-445/446): every run of seeds 1..12, RX at 8 and at 1,
+the same to the field as with stl43's ``once`` (docs/hw/tx-results.md, late44).
 """
 import os
 import sys
