@@ -27,7 +27,9 @@ def after_mult(mod):
     for cn, c, p, b in dep.sink_pins(cells):
         a = arrival(b)
         if a is not None and c["type"] != "MULT18X18D":
-            out.append((a[1], c["type"], p, names.get(b, "")))
+            # a flip-flop by the register it is (its Q's name), other sinks by the pin's net
+            q = c["connections"].get("Q", [None])[0] if c["type"] == "TRELLIS_FF" else None
+            out.append((a[1], c["type"], p, names.get(q if isinstance(q, int) else b, "")))
     return out
 
 
