@@ -1656,27 +1656,14 @@ class Rx(wiring.Component):
         # record whose ring S5 reads, for an ACK's SACK or H1's turn, is `ok`), H5's row in
         # `slow_write` (never in a cycle that advances)
         ring_field = lay.path_mem["ring"]
-        if self.serial:
-            # MR-RX-338 (for depth): H5's ring from its own select, the last before the register
-            # (its condition `slow_write`, a register), so the path from the rotator's output
-            # through H5's clear (MR-RX-333) back into S5's ring skips the write-data select;
-            # the same loads as MR-RX-260's (`slow_write` is never a cycle that advances)
-            with m.If(slow_write):
-                m.d.sync += s5_ring.eq(slow_row.ring)
-            with m.Elif(advance):
-                m.d.sync += s5_ring.eq(path_wdata[ring_field.offset:ring_field.offset + ring_field.width])
-            with m.Elif(hold == 3):
-                # H3's run, as below
-                m.d.sync += s5_ring.eq(Cat(h3_run[RING_BITS], h3_run[1:RING_BITS])[::-1])
-        else:
-            with m.If(_s5_ring_load(advance, slow_write)):
-                m.d.sync += s5_ring.eq(path_wd[ring_field.offset:ring_field.offset + ring_field.width])
-            with m.Elif(hold == HOLD_CYCLES - 2):
-                # H3: the run (bit-reversed, cum's bit cleared) into S5's ring register for H4's
-                # rotate: no hold outside an ACK push reads S5's ring after H1's turn. MR-RX-310:
-                # PSN cum + 256's bit is the ring's bit of cum (cum + 257's is cum + 1's, in the
-                # run whenever cum + 257 is)
-                m.d.sync += s5_ring.eq(Cat(h3_run[RING_BITS], h3_run[1:RING_BITS])[::-1])
+        with m.If(_s5_ring_load(advance, slow_write)):
+            m.d.sync += s5_ring.eq(path_wd[ring_field.offset:ring_field.offset + ring_field.width])
+        with m.Elif(hold == (3 if self.serial else HOLD_CYCLES - 2)):
+            # H3: the run (bit-reversed, cum's bit cleared) into S5's ring register for H4's
+            # rotate: no hold outside an ACK push reads S5's ring after H1's turn. MR-RX-310:
+            # PSN cum + 256's bit is the ring's bit of cum (cum + 257's is cum + 1's, in the run
+            # whenever cum + 257 is)
+            m.d.sync += s5_ring.eq(Cat(h3_run[RING_BITS], h3_run[1:RING_BITS])[::-1])
         with m.If(advance & tmr):
             # the ACK of a timer names the path's newest pending packet (MR-SEQ-009)
             m.d.sync += [s5_carry.psn.eq(row.last_psn), s5_carry.sport.eq(row.last_sport)]

@@ -1079,8 +1079,7 @@ def test_serial_hold(kind):
     the window, bases near the 24-bit wrap, each followed by the PSN at the new cum) and
     MR-RX-314's aliased PSNs, with idle cycles and backpressure and MR-RX-119's poisoned tables:
     0 mismatches, the outcomes the model's. MR-RX-332: below interval 8 the parallel hold.
-    MR-RX-333..335: H5's bits to clear straight from the rotator in hold 1 (no register),
-    MR-RX-338: S5's ring loaded with H5's ring from a select of its own;
+    MR-RX-333..335: H5's bits to clear straight from the rotator in hold 1 (no register);
     MR-RX-337: below interval 8 the parallel hold's register stays."""
     assert Rx(64, interval=8).serial and not Rx(64, interval=7).serial and not Rx(64).serial
     res = _serial_hold_run(kind)
