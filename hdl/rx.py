@@ -561,6 +561,12 @@ def _serial_capture(holding, hold, hold_n, pieces):
     return holding & (hold > hold_n - pieces)
 
 
+def _serial_clear(turned):
+    """MR-RX-333: the serial hold's bits to clear in H5's write, from the rotator's output in
+    hold 1 (the run turned back by ``cum``: a right rotate of the run bit-reversed, reversed)."""
+    return turned[::-1]
+
+
 def _s5_ring_load(advance, slow_write):
     """MR-RX-260: the cycles S5's ring register takes the path table's write data."""
     return advance | slow_write
@@ -1501,11 +1507,14 @@ class Rx(wiring.Component):
             m.d.comb += h3_run.eq(Cat(_below(sr_t[:8], RING_BITS) | sr_t[8].replicate(RING_BITS),
                                       sr_t[8] & (sr_t[:8] != 0), sr_t[8] & (sr_t[:8] > 1), Const(0, RUN_BITS - RING_BITS - 2)))
             h4_advance = sr_t
-            h4_clear = Signal(RING_BITS)
+            # MR-RX-333: the bits to clear straight from the rotator in hold 1, no register: S5's
+            # ring holds the run from hold 3 to H5's write and the amount is sl_cum's from hold 4
+            # to it, so the rotator shows hold 2's turn back again
+            h4_clear = Signal(RING_BITS, name="sr_clear")
+            m.d.comb += h4_clear.eq(_serial_clear(rel))
             h4_abandoned = sr_ab
             h4_set = Signal()
-            m.d.sync += [h4_clear.eq(rel[::-1]),
-                         h4_set.eq(sl_slide & ~((sr_t == RING_BITS + 2) if RING_PAST else 0))]
+            m.d.sync += h4_set.eq(sl_slide & ~((sr_t == RING_BITS + 2) if RING_PAST else 0))
         # H5: the new cum and ring
         new_lo = Signal(10)
         m.d.comb += new_lo.eq(sl_cum_lo + h4_advance)

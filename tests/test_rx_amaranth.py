@@ -1078,7 +1078,9 @@ def test_serial_hold(kind):
     beside every 64-bit piece boundary up to the whole window, holes in the base, slides beyond
     the window, bases near the 24-bit wrap, each followed by the PSN at the new cum) and
     MR-RX-314's aliased PSNs, with idle cycles and backpressure and MR-RX-119's poisoned tables:
-    0 mismatches, the outcomes the model's. MR-RX-332: below interval 8 the parallel hold."""
+    0 mismatches, the outcomes the model's. MR-RX-332: below interval 8 the parallel hold.
+    MR-RX-333..335: H5's bits to clear straight from the rotator in hold 1 (no register);
+    MR-RX-337: below interval 8 the parallel hold's register stays."""
     assert Rx(64, interval=8).serial and not Rx(64, interval=7).serial and not Rx(64).serial
     res = _serial_hold_run(kind)
     assert res["counters"][RxCode.ACCEPTED] >= 60 and res["counters"][CTR_ABANDONED] > 0
@@ -1092,6 +1094,17 @@ def test_serial_hold_catches_late_piece(monkeypatch):
     import metaroce.hdl.rx as hdl_rx
     monkeypatch.setattr(hdl_rx, "_serial_capture",
                         lambda holding, hold, hold_n, pieces: holding & (hold < hold_n) & (hold > hold_n - pieces - 1))
+    with pytest.raises(Mismatch):
+        _serial_hold_run("fill", share=False)
+
+
+@pytest.mark.slow
+def test_serial_hold_catches_shifted_clear(monkeypatch):
+    """MR-RX-336 (negative control of MR-RX-333): H5's bits to clear, taken from the rotator in
+    hold 1, turned one bit further (the run cleared from cum + 2 to cum + t: cum + 1's bit left
+    set, cum + t's cleared) fail the lockstep of test_serial_hold."""
+    import metaroce.hdl.rx as hdl_rx
+    monkeypatch.setattr(hdl_rx, "_serial_clear", lambda turned: turned[::-1].rotate_left(1))
     with pytest.raises(Mismatch):
         _serial_hold_run("fill", share=False)
 
