@@ -10,8 +10,9 @@ most cells, then the flip-flops per register family. Run from the repository roo
     nice -n 5 .venv/bin/python docs/hw/probes/dp44_fb_by_sink.py WIDTH [--ipv4-only] [--top N] 2>/dev/null"""
 import argparse
 import json
-import re
-from collections import Counter, defaultdict
+from collections import Counter
+
+from ecp5_cells_by_sink import _family, bit_names, bit_readers
 
 from metaroce.hdl.frame_builder import FrameBuilder
 from metaroce.sim import synth
@@ -19,12 +20,6 @@ from metaroce.sim.verilator import generate_rtlil
 
 LOGIC = ("$lut", "CARRY4", "MUXF7", "MUXF8")
 FFS = ("FDRE", "FDSE", "FDCE", "FDPE")
-
-
-def _family(name):
-    name = re.sub(r"\[\d+\]", "", name)
-    name = re.sub(r"(?<=_)\d+(?=_|$)", "#", name)
-    return re.sub(r"\d+$", "#", name)
 
 
 def netlist(width, ipv4_only=False):
@@ -38,22 +33,12 @@ def netlist(width, ipv4_only=False):
 
 
 def by_sink(mod):
-    names = {}
-    for n, nn in mod["netnames"].items():
-        for b in nn["bits"]:
-            if isinstance(b, int) and (b not in names or (not nn.get("hide_name", 0) and names[b][1])):
-                names[b] = (n, nn.get("hide_name", 0))
+    names = bit_names(mod)
     cells = mod["cells"]
     outs = {cn: [b for p, bs in c["connections"].items()
                  if c.get("port_directions", {}).get(p) == "output" for b in bs if isinstance(b, int)]
             for cn, c in cells.items()}
-    readers = defaultdict(list)
-    for cn, c in cells.items():
-        for p, bs in c["connections"].items():
-            if c.get("port_directions", {}).get(p) != "output":
-                for b in bs:
-                    if isinstance(b, int):
-                        readers[b].append((cn, p))
+    readers = bit_readers(cells)
     port_of = {b: p for p, v in mod["ports"].items() for b in v["bits"] if isinstance(b, int)}
     logic = {cn for cn, c in cells.items() if c["type"] in LOGIC}
     ffs = Counter()

@@ -29,15 +29,18 @@ def _family(name):
     return re.sub(r"\d+$", "#", name)
 
 
-def cells_by_sink(path, top):
-    """``{set of register families: Counter of cell kinds}`` of ``top`` in ``path``."""
-    mod = json.load(open(path))["modules"][top]
+def bit_names(mod):
+    """Each net bit of a Yosys JSON module: ``(name, hidden)``, a visible name preferred."""
     names = {}
     for n, nn in mod["netnames"].items():
         for b in nn["bits"]:
             if isinstance(b, int) and (b not in names or (not nn.get("hide_name", 0) and names[b][1])):
                 names[b] = (n, nn.get("hide_name", 0))
-    cells = mod["cells"]
+    return names
+
+
+def bit_readers(cells):
+    """Each net bit: the ``(cell, input port)`` pairs that read it."""
     readers = defaultdict(list)
     for cn, c in cells.items():
         dirs = c.get("port_directions", {})
@@ -46,6 +49,15 @@ def cells_by_sink(path, top):
                 for b in bs:
                     if isinstance(b, int):
                         readers[b].append((cn, p))
+    return readers
+
+
+def cells_by_sink(path, top):
+    """``{set of register families: Counter of cell kinds}`` of ``top`` in ``path``."""
+    mod = json.load(open(path))["modules"][top]
+    names = bit_names(mod)
+    cells = mod["cells"]
+    readers = bit_readers(cells)
     port_of = {b: p for p, v in mod.get("ports", {}).items() for b in v["bits"] if isinstance(b, int)}
     logic = {cn for cn, c in cells.items() if _kind(c) in LOGIC}
     sinks = {}
