@@ -1112,17 +1112,22 @@ class TxSchedRows(wiring.Component):
         m.d.comb += [out[k].eq(v) for k, v in res.items()]
         return final
 
+    def _dims(self):
+        """The sizes S2's field functions index with: streams, paths, depth, the chunk window,
+        the MTU and its log2, and the bit widths of an entry index, a path, a stream and a
+        chunk-window offset."""
+        S, Pn, D = self.streams, self.paths, self.depth
+        W, mtu = self.prm["chunk_window"], self.prm["mtu"]
+        return (S, Pn, D, W, mtu, mtu.bit_length() - 1, (D - 1).bit_length(), (Pn - 1).bit_length(),
+                (S - 1).bit_length(), (W - 1).bit_length())
+
     def _row_fns(self, m, r):
         """A row's field functions (MR-TXS-207) for S2's operation on the row ``r`` and for the
         schedule op's terms (:meth:`_sched_terms`): a stream's count, each entry's liveness
         (``live_k``), a message's length, a chunk's bytes (MR-TXS-437), a chunk's
         acknowledgement, the entry and the path at an index."""
-        prm, rl = self.prm, self.rl
-        S, Pn, D = self.streams, self.paths, self.depth
-        W, mtu = prm["chunk_window"], prm["mtu"]
-        mtu_log2 = mtu.bit_length() - 1
-        db, pb, sb = (D - 1).bit_length(), (Pn - 1).bit_length(), (S - 1).bit_length()
-        wb_ = (W - 1).bit_length()
+        rl = self.rl
+        S, Pn, D, W, mtu, mtu_log2, db, pb, sb, wb_ = self._dims()
 
         def count(st):
             return (st.tail - st.done)[:db + 1]
@@ -1202,11 +1207,7 @@ class TxSchedRows(wiring.Component):
         function of the row alone (terms that read S2's time, with pacing, are formed in
         S2)."""
         prm, rl = self.prm, self.rl
-        S, Pn, D = self.streams, self.paths, self.depth
-        W, mtu = prm["chunk_window"], prm["mtu"]
-        mtu_log2 = mtu.bit_length() - 1
-        db, pb, sb = (D - 1).bit_length(), (Pn - 1).bit_length(), (S - 1).bit_length()
-        wb_ = (W - 1).bit_length()
+        S, Pn, D, W, mtu, mtu_log2, db, pb, sb, wb_ = self._dims()
         SD = S * D
         r = data.View(rl.row, row_bits)
         F = self._row_fns(m, r)
