@@ -624,8 +624,9 @@ class TxSched(wiring.Component):
         # nl_mem read, not the compare's result
         ba_valid, ba, ba_nl = Signal(), Signal(lay.acked), Signal(nl_lay, name="ba_nl")
         br_valid, br, br_nl = Signal(), Signal(lay.report), Signal(nl_lay, name="br_nl")
+        pa_rep, ba_rep = self.s_acked.payload.as_value()[:rep_w], ba.as_value()[:rep_w]
         m.d.sync += [ba_valid.eq(self.s_acked.valid), ba.eq(self.s_acked.payload),
-                     ba_nl.eq(nl_read(self.s_acked.payload.as_value()[:rep_w], "pa"))]
+                     ba_nl.eq(nl_read(pa_rep, "pa"))]
         ba_last, ba_nb = last_terms(ba, ba_nl.as_value(), "ba")
         br_last, br_nb = last_terms(br, br_nl.as_value(), "br")
         acked_valid = ba_valid
@@ -655,7 +656,7 @@ class TxSched(wiring.Component):
             m.d.comb += nx.addr.eq(e)
             return after_edge(e, _named(m, nx.data, f"next_{tag}"), tag)
 
-        m.d.sync += ba_next.eq(next_after(self.s_acked.payload.as_value()[:rep_w], "pa"))
+        m.d.sync += ba_next.eq(next_after(pa_rep, "pa"))
 
         def intake(value, i_next_chunk, tag):
             """A boundary register's report and its checks on this cycle's state, each on its
@@ -685,11 +686,11 @@ class TxSched(wiring.Component):
                     "next": r.chunk == i_next_chunk, "far": i_far, "d": i_d,
                     "d1": i_dist1[:wb + 2]}
 
-        in_a, in_r = intake(ba.as_value()[:rep_w], ba_next, "a"), intake(br.as_value(), br_next, "r")
+        in_a, in_r = intake(ba_rep, ba_next, "a"), intake(br.as_value(), br_next, "r")
         # MR-TXS-446: a late report is ignored as one of a slot not live (MR-TXS-020), but for
         # its path's evidence (rep_restore, on busy)
         in_a["base"] = in_a["base"] & ~ba.late
-        inc = data.View(lay.report, _named(m, Mux(acked_valid, ba.as_value()[:rep_w], br.as_value()),
+        inc = data.View(lay.report, _named(m, Mux(acked_valid, ba_rep, br.as_value()),
                                            "inc"))
         i_ = {k: _named(m, Mux(acked_valid, in_a[k], in_r[k]), f"i_{k}") for k in in_a}
         i_e = i_["e"]
