@@ -406,7 +406,8 @@ class TxSched(wiring.Component):
         # MR-TXS-189: the head entry's nb as a register (the candidate's window compares of a
         # resend start at it, not at a RD-way read by the head pointer)
         rq_hnb = [Signal(nb_w, name=f"rqh{c}_nb") for c in range(C)]
-        # MR-TXS-032: the entry is stale (its chunk acknowledged since it was queued)
+        # MR-TXS-032: the entry is stale (its chunk acknowledged since it was queued);
+        # MR-TXS-460: or its message completed
         rq_stale = [[Signal(name=f"rq{c}_stale{k}") for k in range(RD)] for c in range(C)]
         # MR-TXS-377: the entries' slot, chunk and LAST again in LUT RAM per connection,
         # written with the registers at the tail, read combinationally at the head (the
@@ -1543,6 +1544,10 @@ class TxSched(wiring.Component):
             for k in range(RD):
                 with m.If(ack_act & (r_conn == c) & (r_slot == rq_slot[c][k])
                           & (r_chunk == rq_chunk[c][k])):
+                    m.d.sync += rq_stale[c][k].eq(1)
+                # MR-TXS-460: a completion makes its message's queued resends stale (whatever
+                # takes the slot next); never beside a push (a completion acts alone)
+                with m.If(comp_act & (comp_conn == c) & (rq_slot[c][k][:sdb] == comp_e[:sdb])):
                     m.d.sync += rq_stale[c][k].eq(1)
             # MR-TXS-241/243: a lost report's chunk when the FIFO has room, else a refill's
             # (never both: a report and a refill never act in one cycle, `busy` picks)

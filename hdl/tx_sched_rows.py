@@ -858,7 +858,8 @@ class TxSchedRows(wiring.Component):
                     for k in range(R):
                         with m.If(tail == k):
                             m.d.comb += [mid.retx[k].slot.eq(rp_slot),
-                                         mid.retx[k].chunk.eq(rp_chunk)]
+                                         mid.retx[k].chunk.eq(rp_chunk),
+                                         mid.retx[k].stale.eq(0)]
                     m.d.comb += mid.conn.rcount.eq(r.conn.rcount + 1)
 
         # ---- a completion (MR-TXS-022/027)
@@ -891,6 +892,13 @@ class TxSchedRows(wiring.Component):
                 st = r.streams[s]
                 with m.If((c_s == s) & (st.send == st.done)):
                     m.d.comb += mid.conn.unsent.eq(cpl_u[s])
+            # MR-TXS-460: the FIFO's entries of the completed message stale (its queued
+            # resends are never sent, whatever takes the slot next); the live entries only, as
+            # the model stores them
+            for k in range(R):
+                with m.If((((k - r.conn.rhead)[:rb] if rb else 0) < r.conn.rcount)
+                          & (r.retx[k].slot == c_slot)):
+                    m.d.comb += mid.retx[k].stale.eq(1)
             m.d.comb += [cqe_v.eq(1), cqe_rsp.eq(ce.rsp), cqe.conn.eq(conn),
                          cqe.stream.eq(Mux(ce.rsp, cd.wr_id, c_s)), cqe.wr_id.eq(cd.wr_id),
                          cqe.status.eq(ce.status), cqe.op.eq(ce.op),
@@ -1040,7 +1048,8 @@ class TxSchedRows(wiring.Component):
             ftail = (cr.rhead + cr.rcount)[:rb]
             for k in range(R):
                 with m.If(ftail == k):
-                    m.d.comb += [mid.retx[k].slot.eq(f_slot), mid.retx[k].chunk.eq(f_chunk)]
+                    m.d.comb += [mid.retx[k].slot.eq(f_slot), mid.retx[k].chunk.eq(f_chunk),
+                                 mid.retx[k].stale.eq(0)]
             for k in range(SD):
                 with m.If(f_slot == k):
                     m.d.comb += mid.entries[k].lnq.eq(fill_lnq)
@@ -1217,13 +1226,13 @@ class TxSchedRows(wiring.Component):
         cr = r.conn
         rh = data.View(rl.retx, r.retx.as_value().word_select(cr.rhead, rl.retx.size))
         he = entry_at(rh.slot)
-        h_live = live_k.bit_select(rh.slot[:db + sb], 1) & (
-            (rh.slot >> (db + sb)) == 0 if db + sb < 3 else Const(1, 1))
         resend = Signal(name="sched_resend")
         drop = Signal(name="sched_drop")
+        # MR-TXS-461: dropped when stale (its message completed since it was queued), its
+        # message failed or its chunk acknowledged; the slot's present entry is its message's
+        # while not stale (live, the chunk sent)
         m.d.comb += [resend.eq(cr.rcount != 0),
-                     drop.eq(resend & (~h_live | (rh.chunk >= he.next_chunk)
-                                       | acked_bit(he, rh.chunk) | (he.status != 0)))]
+                     drop.eq(resend & (rh.stale | acked_bit(he, rh.chunk) | (he.status != 0)))]
         # the first stream from srr with a new chunk in its chunk window (MR-ENG-012)
         s_can = []
         for s in range(S):

@@ -320,7 +320,9 @@ class TxSchedModel:
         # MR-TXS-058: and its receive sequence, the recv_seq of its next SEND
         self.q = [{"ring": [None] * depth, "tail": 0, "send": 0, "done": 0, "msg_next": 0,
                    "send_seq": 0} for _ in range(conns * streams)]
-        # MR-TXS-013: per connection; MR-CONN-004: each starts its path rotation at conn mod paths
+        # MR-TXS-013: per connection; MR-CONN-004: each starts its path rotation at conn mod paths;
+        # MR-TXS-460: a resend FIFO entry is (slot, chunk, stale), stale set when its message
+        # completes
         self.conn = [{"rr": c % paths, "srr": 0, "inflight": 0, "unsent": 0, "retx": deque()}
                      for c in range(conns)]
         # MR-TXS-014: per path; MR-TXS-028: its window, from the cwnd parameter at reset;
@@ -462,7 +464,7 @@ class TxSchedModel:
             self.apply_window((e, f["chunk"]))
         elif not self.chunk_acked(e, f["chunk"]) and not e["status"]:
             if len(cs["retx"]) < self.resend_depth:
-                cs["retx"].append((f["slot"], f["chunk"]))
+                cs["retx"].append((f["slot"], f["chunk"], 0))
             else:
                 # MR-TXS-241: the FIFO full: its flight is released all the same (above), the
                 # chunk kept in its entry's lost-not-queued set until the FIFO has room
@@ -487,7 +489,7 @@ class TxSchedModel:
         """MR-TXS-243: ``refill_pick``'s chunk leaves its entry's set for the FIFO's tail."""
         c, slot, chunk = pick
         self.entry_of(c, slot)["lnq"].remove(chunk)
-        self.conn[c]["retx"].append((slot, chunk))
+        self.conn[c]["retx"].append((slot, chunk, 0))
 
     def apply_window(self, pending):
         """MR-EXO-002/003: an acknowledged chunk ``(entry, chunk)`` counted in its entry's
@@ -555,6 +557,10 @@ class TxSchedModel:
         q = self.q[qi]
         e = q["ring"][q["done"] % self.depth]
         q["ring"][q["done"] % self.depth] = None
+        # MR-TXS-460: the resends queued for this message are stale, whatever takes its slot next
+        cs = self.conn[qi // self.streams]
+        slot = (qi % self.streams) * self.depth + q["done"] % self.depth
+        cs["retx"] = deque((s, k, int(st or s == slot)) for s, k, st in cs["retx"])
         if q["send"] == q["done"]:
             q["send"] = (q["send"] + 1) % (2 * self.depth)
             self.conn[qi // self.streams]["unsent"] -= e["nchunks"] - e["next_chunk"]
@@ -564,13 +570,20 @@ class TxSchedModel:
     # -- scheduling (MR-TXS-023..026)
     def _candidate(self, c):
         """The connection's next work: ("drop", None) for a resend head that is stale
-        (MR-REL-004), ("resend", (qi, idx, chunk)), ("new", (qi, idx, chunk)), or None."""
+        (MR-REL-004), ("resend", (qi, idx, chunk)), ("new", (qi, idx, chunk)), or None.
+        MR-TXS-461: the head is dropped when its message completed since it was queued (its
+        stale bit, :meth:`complete`), failed, or its chunk was acknowledged; never on the
+        slot's present entry alone (a later message may hold the slot)."""
         cs = self.conn[c]
         if cs["retx"]:
-            slot, chunk = cs["retx"][0]
+            slot, chunk, stale = cs["retx"][0]
+            if stale:
+                return ("drop", None)
             s, i = divmod(slot, self.depth)
             e = self.entry_of(c, slot)
-            if e is None or chunk >= e["next_chunk"] or self.chunk_acked(e, chunk) or e["status"]:
+            # a queued chunk was sent by its message, which is live until it completes
+            assert e is not None and chunk < e["next_chunk"], "MR-TXS-460"
+            if self.chunk_acked(e, chunk) or e["status"]:
                 return ("drop", None)
             return ("resend", (self.qi(c, s), i, chunk))
         for k in range(self.streams):

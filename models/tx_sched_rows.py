@@ -94,8 +94,9 @@ class RowLayouts:
             "next_psn": 24, "inflight": _BYTES, "pkts": (P.SEND_WINDOW - 1).bit_length(),
             "since_req": 4, "cwnd": _BYTES, "state": 2, "col": 1, "gen": GEN_BITS,
             "tail_ok": 1, "tail_slot": _SLOT, "tail_chunk": _CHUNK, "tail_lap": 1})
-        # MR-TXS-201: the resend FIFO's entries (message slot, chunk)
-        self.retx = data.StructLayout({"slot": _SLOT, "chunk": _CHUNK})
+        # MR-TXS-201: the resend FIFO's entries (message slot, chunk); MR-TXS-460: stale once
+        # the message completed
+        self.retx = data.StructLayout({"slot": _SLOT, "chunk": _CHUNK, "stale": 1})
         # MR-TXS-200: the row, one read and one write per cycle
         self.row = data.StructLayout({
             "conn": self.conn,
@@ -401,7 +402,8 @@ its number's read, each taken logged as an ``"rd"`` event).
                "paths": [{"next_psn": 0, "inflight": 0, "pkts": 0, "since_req": 0,
                           "cwnd": self.prm["cwnd"], "state": 0, "col": 0, "gen": 0, "tail_ok": 0,
                           "tail_slot": 0, "tail_chunk": 0, "tail_lap": 0} for _ in range(Pn)],
-               "retx": [{"slot": 0, "chunk": 0} for _ in range(self.prm["resend_depth"])]}
+               "retx": [{"slot": 0, "chunk": 0, "stale": 0}
+                        for _ in range(self.prm["resend_depth"])]}
         return pack_row(rl, row)
 
     def _load(self, c, word, now=None):
@@ -417,8 +419,9 @@ its number's read, each taken logged as an ``"rd"`` event).
                            "wl": 0, "paced": cr["paced"],
                            "late": int(bool(cr["armed"]) and P.time_lt(now, cr["seen"]))}
         R = self.prm["resend_depth"]
-        retx = deque((row["retx"][(cr["rhead"] + k) % R]["slot"],
-                      row["retx"][(cr["rhead"] + k) % R]["chunk"]) for k in range(cr["rcount"]))
+        retx = deque(tuple(row["retx"][(cr["rhead"] + k) % R][f] for f in ("slot", "chunk",
+                                                                           "stale"))
+                     for k in range(cr["rcount"]))
         sem.conn[0] = {"rr": cr["rr"], "srr": cr["srr"], "inflight": cr["inflight"],
                        "unsent": cr["unsent"], "retx": retx}
         ents = {}
@@ -458,8 +461,8 @@ its number's read, each taken logged as an ``"rd"`` event).
         head = (cr["rhead"] + int(popped)) % R
         if len(cs["retx"]) > R:
             raise ValueError("the resend FIFO overflows its row (MR-TXS-217 refuses first)")
-        for k, (slot, chunk) in enumerate(cs["retx"]):
-            row["retx"][(head + k) % R] = {"slot": slot, "chunk": chunk}
+        for k, (slot, chunk, stale) in enumerate(cs["retx"]):
+            row["retx"][(head + k) % R] = {"slot": slot, "chunk": chunk, "stale": stale}
         cr.update(rr=cs["rr"], srr=cs["srr"], inflight=cs["inflight"], unsent=cs["unsent"],
                   rhead=head, rcount=len(cs["retx"]))
         if self.pacing:

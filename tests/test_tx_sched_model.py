@@ -588,7 +588,7 @@ def test_registered_report_takes_effect_a_cycle_later():
     model.step(idle)
     assert model.events[n + 1:] == [("complete", 0)]
     # a lost report of connection 0 in the register, its FIFO one short of full
-    model.sem.conn[0]["retx"].extend([(0, 0)] * (SMALL["resend_depth"] - 1))
+    model.sem.conn[0]["retx"].extend([(0, 0, 1)] * (SMALL["resend_depth"] - 1))
     lost = {k: v for k, v in rep.items() if k != "late"} | {"slot": 1}
     # an acknowledged report in its boundary register goes first: the lost one waits
     model.step(dict(idle, s_acked__valid=1, s_acked__payload=tc.pack(lay.acked, rep),
@@ -603,7 +603,7 @@ def test_registered_report_takes_effect_a_cycle_later():
     assert model.rep == (True, lost) and model.br == lost
     retx = model.sem.conn[0]["retx"]     # (the scheduling steps drop the stale heads meanwhile)
     retx.clear()
-    retx.extend([(0, 0)] * SMALL["resend_depth"])
+    retx.extend([(0, 0, 1)] * SMALL["resend_depth"])
     assert model.take_lost() and model.resend_ready() == 1
     # MR-TXS-246: the rule before MR-TXS-240 (the negative control) waits for the room,
     # counting the lost report of the same connection in the report register

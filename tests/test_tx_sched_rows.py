@@ -171,17 +171,17 @@ def test_rows_stall_sweep():
 
 def test_row_widths():
     """MR-TXS-200..206, MR-TXS-233: the row's fields are bounded (a value that does not fit is refused) and
-    its width is the sum of the fields': 2,511 bits at 4,096 x 8 with MR-TXS-001's small shape
-    (2 streams x 4 messages, chunk window 16, resend FIFO 8); 2,038 with 4 paths; the
+    its width is the sum of the fields': 2,519 bits at 4,096 x 8 with MR-TXS-001's small shape
+    (2 streams x 4 messages, chunk window 16, resend FIFO 8); 2,046 with 4 paths; the
     descriptor 400. MR-TXS-256: the entry's lost-not-queued bits, ``chunk_window`` of them
     (133 + 16 = 149), 128 bits of the row at the small shape."""
     rl = row_layouts(conns=4096, streams=2, paths=8, depth=4, chunk_window=16, resend_depth=8)
     sizes = {k: getattr(rl, k).size for k in ("conn", "stream", "entry", "path", "retx", "desc")}
-    assert sizes == {"conn": 61, "stream": 73, "entry": 149, "path": 116, "retx": 23,
+    assert sizes == {"conn": 61, "stream": 73, "entry": 149, "path": 116, "retx": 24,
                      "desc": 400}
     assert rl.entry["lnq"].shape == 16
-    assert rl.row.size == 61 + 2 * 73 + 8 * 149 + 8 * 116 + 8 * 23 == 2511
-    assert row_layouts(paths=4).row.size == 2038
+    assert rl.row.size == 61 + 2 * 73 + 8 * 149 + 8 * 116 + 8 * 24 == 2519
+    assert row_layouts(paths=4).row.size == 2046
     m = TxSchedRowsModel(64, **dict(SMALL, conns=4, paths=8))
     row = unpack_row(m.rl, m.mem[3])
     assert row["conn"]["rr"] == 3 and all(p["cwnd"] == SMALL["cwnd"] for p in row["paths"])
@@ -602,7 +602,7 @@ def test_rows_rtl_wrong_forms_fail(old, new, kw):
 
 
 def test_rows_rtl_instances():
-    """MR-TXS-250, MR-TXS-255, MR-TXS-279, MR-TXS-284: the 4,096 x 8 instance is built (tail probes included) (row 2,511 bits, descriptor
+    """MR-TXS-250, MR-TXS-255, MR-TXS-279, MR-TXS-284: the 4,096 x 8 instance is built (tail probes included) (row 2,519 bits, descriptor
     word 8 records of 400 bits) with the ports of the register scheduler (MR-TXS-002: the same
     names and layouts, without its optional ones), and ``conns`` out of 2..4,096 or not a
     power of two is refused, as the model's."""
@@ -611,7 +611,7 @@ def test_rows_rtl_instances():
     dut = TxSchedRows(64, **dict(SMALL, conns=4096, paths=8), init_rows=False)
     reg = TxSched(64, **dict(SMALL, conns=256, paths=8))
     dut._MustUse__silence = reg._MustUse__silence = True      # built, not elaborated
-    assert dut.rl.row.size == 2511 and dut.rl.desc.size * 8 == 3200
+    assert dut.rl.row.size == 2519 and dut.rl.desc.size * 8 == 3200
     assert set(dut.signature.members) == set(reg.signature.members)
     small, reg_small = TxSchedRows(64, **SMALL), TxSched(64, **SMALL)
     small._MustUse__silence = reg_small._MustUse__silence = True
