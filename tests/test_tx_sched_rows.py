@@ -144,6 +144,7 @@ def test_rows_lost_not_queued_finishes_seed_35():
     assert sum(1 for e in m.events if e[0] == "refill") == m.refills
 
 
+@pytest.mark.slow       # since stale45: pays for tests/test_tx_stale_resend.py's two default tests
 def test_rows_lost_waits_stalls_seed_35():
     """MR-TXS-261 (negative control): MR-TXS-217's old rule (``lost_waits``: a lost report
     refused and held while its FIFO is full) stalls on seed 35; the driver's progress limit
