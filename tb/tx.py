@@ -113,6 +113,7 @@ async def tx_late_fail(dut):
     items, rsps, drv = xc.late_fail_batch(_sem(), SMALL, model.lay, width, seed=seed,
                                           ns_per_cycle=ns)
     drv.sem = model.sched.sem
+    drv.limit = int(os.environ.get("TX_LATE_LIMIT", drv.limit))
     stuck = None
     try:
         n = await drive(h, drv, busy=model.busy)
