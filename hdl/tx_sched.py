@@ -1666,7 +1666,9 @@ class TxSched(wiring.Component):
         # MR-TXS-027: the failures name entries; a dead entry marked is cleared when reused
         fl = self.s_fail.payload
         f_e = Cat(fl.slot[:sdb], fl.conn) if sdb else fl.conn
-        f_ok = self.s_fail.valid & ((fl.slot >> sdb) == 0 if sdb < 3 else 1)
+        # MR-TXS-480: a status of 0 (success) fails nothing, as in the model
+        f_ok = (self.s_fail.valid & (fl.status != 0)
+                & ((fl.slot >> sdb) == 0 if sdb < 3 else 1))
         er = self.s_error.payload
         m.d.comb += [self.s_fail.ready.eq(1), self.s_error.ready.eq(1)]
         # MR-TXS-099: the operands with the descriptor (0 but an atomic's; the compare value a
@@ -1710,7 +1712,7 @@ class TxSched(wiring.Component):
                       else count(tail[qe], done[qe]) != 0)
             # MR-TXS-412: and the entry's lap is the failure's (else its previous message's)
             f_hit = f_ok & (f_e == e) & live_e & (lap_of(done[qe], Const(ie, max(db, 1))) == fl.lap)
-            err_hit = self.s_error.valid & (er.conn == e // sd) & live_e
+            err_hit = self.s_error.valid & (er.status != 0) & (er.conn == e // sd) & live_e
             # a failure names a live entry, a work request fills one not live: never both (MR-TXS-048:
             # the status's enable then leaves out the request's; the request's write of `fail`
             # stays last)

@@ -1885,3 +1885,44 @@ def test_left_gone_wrong_forms_fail(wrong):
     else:
         assert_wrong_form_fails(form, tc.traffic(TxSchedModel(**SMALL), 40, seed=1), 1,
                                 p_cwnd=0.2, cwnd_hi=8000)
+
+
+class _StatusCountingDriver(tc.Driver):
+    """The cases driver (its message failures have status 0 one time in three), counting the
+    failures it offers by status."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.statuses = []
+
+    def _offer_fail(self, inp):
+        new = self.fail_offer is None
+        super()._offer_fail(inp)
+        if new and self.fail_offer is not None and self.fail_offer[0] is not None:
+            self.statuses.append(self.fail_offer[0]["status"])
+
+
+def _status_zero_run(dut_cls=TxSched, seed=1):
+    items = tc.traffic(TxSchedModel(**SMALL), 40, seed=seed)
+    model = TxSchedCycleModel(64, **SMALL)
+    drv = _StatusCountingDriver(model.lay, items, seed=seed, loss=0.2, p_fail=0.03, p_bp=0.3)
+    core = run_amaranth(dut_cls(64, **SMALL), model, drv, busy=model.busy)
+    return core, drv, items
+
+
+def test_failure_of_status_zero_fails_nothing():
+    """MR-TXS-480: a message failure whose status is 0 (success) fails nothing, in the RTL as in
+    the model: the cases driver's failures (status 0 one time in three) in Amaranth lockstep,
+    0 mismatches, every work request completed."""
+    core, drv, items = _status_zero_run()
+    assert drv.statuses.count(0) >= 1 and drv.statuses.count(4) >= 1
+    assert core.mismatches == 0 and len(drv.res["cqe"]) == len(items)
+
+
+@pytest.mark.slow
+def test_failure_of_status_zero_wrong_form_mismatches():
+    """MR-TXS-480 (negative control): the register RTL taking a status-0 failure as a failure
+    (the rule before) mismatches its model on the same run."""
+    bad = wrong_form("tx_sched", "(self.s_fail.valid & (fl.status != 0)", "(self.s_fail.valid")
+    with pytest.raises(Mismatch):
+        _status_zero_run(bad.TxSched)
