@@ -1,0 +1,89 @@
+"""The receiver's rate hints in the TX top's windows (docs/spec/hw-tx.md section 2.30,
+MR-TX-489..498): the hint on the ACK record and through the retransmit unit to its event, the
+hinted windows (``Cwnd(hints=True)``) with their control path outside the TX
+(``CwndControl`` in the testbench), in the model and on the RTL (the Amaranth simulator, every
+output every cycle)."""
+import pytest
+
+from metaroce.models import tx_hint_cases as hc
+from metaroce.models.driver import run_alone
+from metaroce.models.retransmit import layouts as rtx_layouts
+from metaroce.models.rx import layouts as rx_layouts
+from metaroce.models.tx import (HINT_INPUTS, HINT_OUTPUTS, SMALL, TxCycleModel, layouts)
+from metaroce.models.cwnd import RATE_BITS
+from metaroce.models.cwnd import layouts as cw_layouts
+
+
+def test_options_layouts_and_ports():
+    """MR-TX-489, MR-TX-490, MR-TX-492, MR-TX-498: the ACK record gains ``hint`` (19 bits,
+    last: the other fields keep their bits), the job and the event too, the event exactly the
+    hinted windows' ``s_ack``; the default's layouts and ports unchanged; the hinted model's
+    ports the default's plus the control path's; hints with verdicts, pacing, rows or an
+    interval refused, the negative control only with hints."""
+    base, hinted = rtx_layouts(2, 4, 256), rtx_layouts(2, 4, 256, hints=True)
+    assert base.ack == rx_layouts(2, 4, 2).ack and "hint" not in dict(base.ackev.members)
+    names = [n for n, _ in hinted.ack]
+    assert names[-1] == "hint" and hinted.ack.size - base.ack.size == RATE_BITS
+    for n, f in base.ack:
+        assert hinted.ack[n].offset == f.offset
+    assert "hint" in dict(hinted.job.members)
+    assert hinted.ackev == cw_layouts(2, 4, hints=True).ack
+    assert layouts(hints=True).cw.setup == cw_layouts(2, 4, hints=True).setup
+    assert layouts().rtx.ack == base.ack
+    m = TxCycleModel(64, **SMALL, hints=True)
+    d = TxCycleModel.port_names()
+    assert m.port_names() == {"inputs": d["inputs"] + HINT_INPUTS,
+                              "outputs": d["outputs"] + HINT_OUTPUTS}
+    for bad in ({"verdicts": True}, {"pacing": True}, {"rows": True}, {"interval": 8}):
+        with pytest.raises(ValueError):
+            TxCycleModel(64, **SMALL, hints=True, **bad)
+    with pytest.raises(ValueError):
+        TxCycleModel(64, **SMALL, hint_dropped=True)
+
+
+def model_run(hint_dropped=False, **run_kw):
+    model = TxCycleModel(64, **SMALL, hints=True, hint_dropped=hint_dropped)
+    drv, items = hc.make_driver(model, **run_kw)
+    run_alone(model, drv)
+    assert len(drv.res["cqe"]) == len(items) and all(c["status"] == 0 for c in drv.res["cqe"])
+    return drv, model
+
+
+def check_windows(drv, model):
+    """MR-TX-496's checks: refused events, move writes and refills occurred; after every event
+    of the unit with its answer the windows are ``CwndModel``'s; the scheduler's path windows
+    the windows' at the end."""
+    ctl = drv.control
+    assert ctl.moves["move"] >= 4 and ctl.moves["refill"] >= 1, ctl.moves
+    assert drv.res["ctl_acks"] == ctl.moves["move"]
+    n = hc.check_hint_run(drv)
+    assert hc.check_hint_run(drv, unit_events=model.unit_events) == n
+    acks = sum(1 for k, _ in drv.loop.items if k == "ack")
+    assert n == acks > 30
+    cw, sched = model.cwnd.sem, model.sched.sem
+    win = [p["cwnd"] for p in cw.path[0]]
+    assert [sched.path[p]["cwnd"] for p in range(SMALL["paths"])] == win
+    assert [q["cwnd"] for q in ctl.path[0]] == win
+    return n
+
+
+def test_hints_closed_loop_model():
+    """MR-TX-491, MR-TX-493..496 (model): the TX model with hints and ``CwndControl`` as its
+    control path on connection 0's WRITEs (ACKs delayed, path 1 CE-marked, idle cycles,
+    backpressure): hint changes refuse events, move writes and refills occur; after every event
+    the windows took from the unit, with its answer, the connection's windows, W, debt, rate and
+    hinted connection window equal the unsplit ``CwndModel``'s on the same records; the
+    scheduler's path windows are the windows' at the end; every work request completes."""
+    drv, model = model_run()
+    check_windows(drv, model)
+    assert drv.res["releases"] >= drv.control.moves["move"]
+
+
+def test_hints_dropped_model():
+    """MR-TX-496's negative control (model): the unit's hint dropped on the way to the windows:
+    no event refused, and the windows differ from ``CwndModel``'s on the hinted records."""
+    drv, model = model_run(hint_dropped=True)
+    assert drv.control.moves["move"] == 0 and drv.res["ctl_acks"] == 0
+    assert any(e["hint"] for e in model.unit_events)
+    with pytest.raises(AssertionError):
+        hc.check_hint_run(drv, unit_events=model.unit_events)
