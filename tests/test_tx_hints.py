@@ -87,3 +87,36 @@ def test_hints_dropped_model():
     assert any(e["hint"] for e in model.unit_events)
     with pytest.raises(AssertionError):
         hc.check_hint_run(drv, unit_events=model.unit_events)
+
+
+# -- MR-TX-497: the engine with hints on the RTL
+
+def tx_lockstep(hint_dropped_rtl=False):
+    from metaroce.hdl.tx import Tx
+    from metaroce.tb.lockstep import run_amaranth
+    model = TxCycleModel(64, **SMALL, hints=True)
+    drv, items = hc.make_driver(model)
+    dut = Tx(64, **SMALL, hints=True, hint_dropped=hint_dropped_rtl)
+    core = run_amaranth(dut, model, drv, busy=model.busy)
+    return drv, model, items, core
+
+
+@pytest.mark.slow
+def test_tx_hints_lockstep():
+    """MR-TX-489..497 on the RTL: ``Tx(hints=True)`` against ``TxCycleModel(hints=True)`` on
+    MR-TX-496's run (idle cycles, backpressure on every output, AXI latency, ``CwndControl`` in
+    the loop through the control path's ports): 0 mismatches on every output every cycle (the
+    port names are the model's), every work request completes, then MR-TX-496's checks."""
+    drv, model, items, core = tx_lockstep()
+    assert core.mismatches == 0
+    assert len(drv.res["cqe"]) == len(items) and all(c["status"] == 0 for c in drv.res["cqe"])
+    check_windows(drv, model)
+
+
+@pytest.mark.slow
+def test_tx_hints_lockstep_hint_dropped_fails():
+    """MR-TX-497's negative control: the RTL with the unit's hint dropped on the way to the
+    windows mismatches the model with it (at the first hint: no refused event)."""
+    from metaroce.tb.lockstep import Mismatch
+    with pytest.raises(Mismatch):
+        tx_lockstep(hint_dropped_rtl=True)
