@@ -151,3 +151,23 @@ def check_hint_run(drv, params=SMALL, unit_events=None):
         it = iter(unit_events)
         items = [(k, next(it) if k == "ack" else r) for k, r in items]
     return cc.check_after(drv.loop.after, items, cc.unsplit_expected(cw, CW_CFG, items))
+
+
+def random_driver(model, seed, n=30):
+    """MR-TX-496's random run: MR-TX-150's random lossy traffic (``n`` work requests of both
+    connections: sends, READs, atomics, bad ones; 15 % loss, idle cycles, backpressure, the
+    timers' expiries), both connections' windows opened by setup writes, path 1 of connection
+    0 and path 2 of connection 1 CE-marked, the hints of :data:`HINTS` on every ACK. Returns
+    the driver, the work and the scheduler's semantics (for ``tx_cases.check``)."""
+    from .tx_sched import SMALL as SCHED_SMALL
+    from .tx_sched import TxSchedModel
+    sem = TxSchedModel(**SCHED_SMALL)
+    items, lay = xc.traffic(sem, n, seed=seed, max_len=4000)
+    ctl = CwndControl(SMALL["conns"], SMALL["paths"], **CW_CFG)
+    cc_in = {"cc_on": 1, "cc_beta_q": CW_CFG["beta_q"], "cc_cap": CW_CFG["cap"],
+             "cc_line_mbps": CW_CFG["line_mbps"], "cc_base_rtt_ns": CW_CFG["base_rtt_ns"]}
+    drv = HintDriver(model.lay, model.width, items, lay,
+                     xc.templates(SMALL["conns"], SMALL["paths"]), control=ctl, seed=seed,
+                     loss=0.15, cw_setups=xc.cc_setups(SMALL, 0) + xc.cc_setups(SMALL, 1),
+                     cc=cc_in, ce_paths={(0, 1), (1, 2)})
+    return drv, items, sem

@@ -226,7 +226,8 @@ async def tx_verdicts(dut):
 async def tx_hints(dut):
     """MR-TX-497 under Verilator: ``Tx(hints=True)`` against ``TxCycleModel(hints=True)`` on
     MR-TX-496's run (``tx_hint_cases``: ``CwndControl`` in the loop through the control path's
-    ports), every output every cycle; then MR-TX-496's checks. Only with ``TX_HINTS=1`` (the
+    ports; ``TX_HINTS_RUN=random``: its random run), every output every cycle; then
+    MR-TX-496's checks (and MR-TX-150's checker on the random run). Only with ``TX_HINTS=1`` (the
     build of a hinted instance). ``TX_HINT_DROPPED=1`` (the negative control): the model with
     the unit's hint dropped (the RTL keeps it); the first mismatch is reported rather than
     raised. Results to ``TX_OUT``."""
@@ -235,7 +236,12 @@ async def tx_hints(dut):
     width = _width(dut)
     dropped = os.environ.get("TX_HINT_DROPPED", "0") == "1"
     model, h = await _harness(dut, width, hints=True, hint_dropped=dropped)
-    drv, items = hc.make_driver(model)
+    # TX_HINTS_RUN "random": MR-TX-496's random run (seed TX_SEED), else the directed one
+    rnd = os.environ.get("TX_HINTS_RUN", "directed") == "random"
+    if rnd:
+        drv, items, sem = hc.random_driver(model, int(os.environ.get("TX_SEED", "1")))
+    else:
+        drv, items = hc.make_driver(model)
     t0 = time.perf_counter()
     try:
         n = await drive(h, drv, busy=model.busy)
@@ -248,8 +254,11 @@ async def tx_hints(dut):
         return
     wall = time.perf_counter() - t0
     assert h.mismatches == 0
+    if rnd:
+        xc.check(sem, items, drv)
     cw, sched = model.cwnd.sem, model.sched.sem
-    row = {"mismatches": h.mismatches, "cycles": n, "work_requests": len(items),
+    row = {"run": "random" if rnd else "directed", "mismatches": h.mismatches, "cycles": n,
+           "work_requests": len(items),
            "completions": len(drv.res["cqe"]), "equal": hc.check_hint_run(drv),
            "equal_unit": hc.check_hint_run(drv, unit_events=model.unit_events),
            "events": sum(1 for k, _ in drv.loop.items if k == "ack"), **drv.control.moves,

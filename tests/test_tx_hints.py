@@ -5,6 +5,7 @@ hinted windows (``Cwnd(hints=True)``) with their control path outside the TX
 output every cycle)."""
 import pytest
 
+from metaroce.models import tx_cases as xc
 from metaroce.models import tx_hint_cases as hc
 from metaroce.models.driver import run_alone
 from metaroce.models.retransmit import layouts as rtx_layouts
@@ -90,6 +91,27 @@ def test_hints_dropped_model():
         hc.check_hint_run(drv, unit_events=model.unit_events)
 
 
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2, 3, 5])
+def test_hints_random_traffic_model(seed):
+    """MR-TX-496 (model, slow): MR-TX-150's random lossy traffic on both connections (sends,
+    READs, atomics, bad ones, 15 % loss, the timers' expiries) with hints on every ACK and the
+    control path in the loop: every work request completes and the checker passes; hint
+    changes move the windows; after every event of the unit the windows of its connection are
+    ``CwndModel``'s; the scheduler's windows of both connections are the windows' at the end."""
+    model = TxCycleModel(64, **SMALL, hints=True)
+    drv, items, sem = hc.random_driver(model, seed)
+    run_alone(model, drv)
+    xc.check(sem, items, drv)
+    assert drv.control.moves["move"] >= 5 and drv.res["timeouts"] > 0
+    n = hc.check_hint_run(drv)
+    assert n == hc.check_hint_run(drv, unit_events=model.unit_events) > 25
+    cw, sched = model.cwnd.sem, model.sched.sem
+    for c in range(SMALL["conns"]):
+        win = [p["cwnd"] for p in cw.path[c]]
+        assert [sched.path[c * SMALL["paths"] + p]["cwnd"] for p in range(SMALL["paths"])] == win
+
 # -- MR-TX-497: the engine with hints on the RTL
 
 def tx_lockstep(hint_dropped_rtl=False):
@@ -160,3 +182,18 @@ def test_tx_hints_verilator_hint_dropped_fails():
                      out_var="TX_OUT")
     print(row)
     assert row["mismatches"] > 0 and row["first_mismatch"] > 100
+
+
+@pytest.mark.slow
+def test_tx_hints_verilator_random():
+    """MR-TX-497 under Verilator: ``test_hints_random_traffic_model[1]``'s run (both
+    connections, loss, timeouts, hints on every ACK, the control path in the loop): 0
+    mismatches, the checker passes, every event's windows ``CwndModel``'s."""
+    from metaroce.sim import verilator as vl
+    from metaroce.tb import build as tb_build
+    b = tb_build.build(hints_block(), 64)
+    row = vl.run_one(b, "metaroce.tb.tx", "tx_hints", {"TX_HINTS": "1", "TX_HINTS_RUN": "random"},
+                     out_var="TX_OUT")
+    print(row)
+    assert row["mismatches"] == 0 and row["completions"] == row["work_requests"] == 30
+    assert row["equal"] == row["equal_unit"] == row["events"] > 25 and row["move"] >= 5
