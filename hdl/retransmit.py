@@ -41,6 +41,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..models import protocol as P
 from ..models import records
+from ..models.cwnd import RATE_BITS
 from ..models.retransmit import (CE_MAX, BACKOFF_MAX_LOG2, CONSEC_MAX, COUNTER_BITS, CTR, EST_CYCLES,
                                  EST_WRITE, INS_DEPTH, JOB_DEPTH, JOB_EXPIRE, JOB_RESTART, JOB_WALK,
                                  N_COUNTERS, OUT_DEPTH, RETIRE_AFTER, RETRY_LIMIT, RTO_DEPTH, RTO_MAX_NS,
@@ -230,7 +231,8 @@ class Retransmit(wiring.Component):
 
     def __init__(self, width=64, *, conns=4096, paths=8, pool=16384, rto_ns=RTO_NS,
                  retry_limit=RETRY_LIMIT, slot_log2=SLOT_LOG2, collision_garbage=None, probes=True,
-                 ages=True, verdict_health=False, carry_chain=None, interval=1, forward_gap=None):
+                 ages=True, verdict_health=False, carry_chain=None, interval=1, forward_gap=None,
+                 hints=False):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         check_params(conns, paths, pool, rto_ns, retry_limit, slot_log2)
@@ -257,7 +259,9 @@ class Retransmit(wiring.Component):
                                for n in ("path", "rec", "link", "free")}
         # MR-TX-300: a verdict's m_probe item carries the health bits it was decided on
         self.verdict_health = bool(verdict_health)
-        self.lay = lay = layouts(conns, paths, pool, health=self.verdict_health)
+        # MR-TX-491: an ACK's hint carried by its walk job to its event
+        self.hints = bool(hints)
+        self.lay = lay = layouts(conns, paths, pool, health=self.verdict_health, hints=self.hints)
         # MR-TX-306: an ACK event not yet out (the walker busy, the event of the walk that
         # ended last cycle, or one queued): not a port (the unit's lockstep is unchanged), read
         # by the TX's join, from registers only; driven with verdict_health
@@ -455,6 +459,7 @@ class Retransmit(wiring.Component):
         w_trig_zero = Signal(init=1)
         w_t_ack = Signal(records.TIME_BITS)
         w_ce = Signal(Shape.cast(lay.job["ce"].shape).width)
+        w_hint = Signal(RATE_BITS) if self.hints else None      # MR-TX-491
         # MR-TX-070: the bytes and packets the walk's ACK acknowledged so far
         w_bytes = Signal(Shape.cast(lay.ackev["bytes"].shape).width)
         w_pkts = Signal(Shape.cast(lay.ackev["pkts"].shape).width)
@@ -839,6 +844,9 @@ class Retransmit(wiring.Component):
         m.d.sync += [s2_t_live.eq(nrow.t_live), s2_rto_x.eq(nrow.rto_x), s2_t_ack.eq(now),
                      s2_ce.eq(Mux(s1_ack.ece, Mux(s1_ack.ce_count[len(s2_ce):].any(), CE_MAX,
                                                   s1_ack.ce_count[:len(s2_ce)]), 0))]
+        if self.hints:                  # MR-TX-491: the ACK's hint beside its CE count
+            s2_hint = Signal(RATE_BITS)
+            m.d.sync += s2_hint.eq(s1_ack.hint)
 
         # sent (MR-TX-020, MR-TX-052)
         # next_psn - floor < 256: bit 8 of the 9-bit distance clear (MR-TX-038)
@@ -1044,6 +1052,8 @@ class Retransmit(wiring.Component):
                      job.sack.eq(s2_sack), job.at.eq(s2_at),
                      job.smp.eq(walk & s2_trig_near & (s2_trig < s2_n)), job.trig.eq(s2_trig),
                      job.t_ack.eq(s2_t_ack), job.ce.eq(s2_ce)]
+        if self.hints:
+            m.d.comb += job.hint.eq(s2_hint)
         # t_live + rto x 2^backoff by carry-select in 8-bit pieces: the sums with and
         # without a carry in and the carries (comparisons) in S2a, the selection in S2b
         dl_sum = _cs_sum(m, s2_t_live, s2_rto_x ^ Const(self.rto_ns, tb), tb, "dl", carry_chain=cc)
@@ -1180,6 +1190,8 @@ class Retransmit(wiring.Component):
                             m.d.sync += [ev_valid.eq(1), ev.conn.eq(w_conn), ev.path.eq(w_path),
                                          ev.bytes.eq(ev_bytes), ev.pkts.eq(ev_pkts),
                                          ev.ce.eq(w_ce), ev.now.eq(w_t_ack)]
+                            if self.hints:
+                                m.d.sync += ev.hint.eq(w_hint)
                         m.d.comb += w_shift.eq(1)
                         m.d.sync += [w_left.eq(w_left - 1),
                                      w_left_one.eq(w_left == 2),
@@ -1204,6 +1216,8 @@ class Retransmit(wiring.Component):
                          w_smp.eq(qjob.smp),
                          w_trig.eq(qjob.trig), w_t_ack.eq(qjob.t_ack), w_ce.eq(qjob.ce),
                          w_expire.eq(qjob.kind == JOB_EXPIRE), w_trig_zero.eq(qjob.trig == 0)]
+            if self.hints:
+                m.d.sync += w_hint.eq(qjob.hint)
         with m.Elif((w_state == 1) | w_shift):
             at_neg, at_zero = w_at[-1], w_at == 0
             m.d.sync += [w_bit.eq(Mux(at_neg | at_zero, at_neg, w_sack.bit_select(w_at[:8], 1))),

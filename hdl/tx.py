@@ -55,6 +55,7 @@ from ..models import protocol as P
 from ..models import records
 from ..models import retransmit as rtx_model
 from ..models.frame_builder import DESC_LAYOUT
+from ..models.tx import check_hint_options
 from ..models.tx import (ACK_ONLY_DESC_FIELDS, ERR_DEPTH, KIND_DEPTH, MRDH_VERSION, SHARED_DESC_FIELDS,
                          SMALL, SRC_LAYOUT, TX_CTR, TX_CTR_BASE, check_tx_options, id_depth,
                          layouts)
@@ -72,7 +73,7 @@ from .tx_sched import TxSched
 from .tx_sched_rows import TxSchedRows
 
 __all__ = ["TxJoin", "TxData", "Tx", "tx_small", "tx_paced_small", "tx_verdicts_small",
-           "tx_rows_small"]
+           "tx_rows_small", "tx_hints_small"]
 
 _SCHED_KW = ("chunk_window", "mtu", "cwnd", "conn_window", "path_pkts", "ack_every", "resend_depth")
 
@@ -368,10 +369,15 @@ class Tx(wiring.Component):
                  retry_limit=rtx_model.RETRY_LIMIT, slot_log2=rtx_model.SLOT_LOG2, rd_rows=False,
                  pacing=False, pace_ignored=False, verdicts=False, restores=True, ack_desc=False,
                  share_out=None, health_wrong=False, restore_after_ack=None, rows=False,
-                 interval=1, mem_head=False, **sched_kw):
+                 interval=1, mem_head=False, hints=False, hint_dropped=False, **sched_kw):
         unknown = set(sched_kw) - set(_SCHED_KW)
         if unknown:
             raise TypeError(f"unknown parameters {sorted(unknown)}")
+        # MR-TX-489: the receiver's rate hints in the windows (Cwnd(hints=True)), the control
+        # path outside (MR-TX-492..494); hint_dropped (negative control only, MR-TX-497): the
+        # unit's event offered with hint 0
+        self.hints, self.hint_dropped = check_hint_options(
+            hints, hint_dropped, verdicts=verdicts, pacing=pacing, rows=rows, interval=interval)
         self.sched_kw = {k: sched_kw.get(k, SMALL[k]) for k in _SCHED_KW}
         # MR-TXS-106: rd_rows brings the scheduler's m_rd out (the engine writes the READ rows)
         self.rd_rows = bool(rd_rows)
@@ -432,17 +438,20 @@ class Tx(wiring.Component):
         # MR-TX-179: the unit's tail probes on, its m_probe joined to the scheduler's s_probe
         self.rtx = Retransmit(width, conns=conns, paths=paths, pool=pool, rto_ns=rto_ns,
                               retry_limit=retry_limit, slot_log2=slot_log2, probes=True,
-                              verdict_health=self.share_out, interval=interval)     # MR-TX-455
+                              verdict_health=self.share_out, interval=interval,     # MR-TX-455
+                              hints=self.hints)                                     # MR-TX-491
         # MR-TX-280: ack_desc adds s_ack_desc (the engine's ACK descriptors into the one builder)
         self.ack_desc = bool(ack_desc)
         self.data = TxData(width, conns=conns, streams=streams, paths=paths, depth=depth,
                            pool=pool, outstanding=outstanding, ack_desc=self.ack_desc)
         # MR-TX-105: the congestion windows (paths <= 8, MR-CW-001)
-        self.cwnd = Cwnd(width, conns, paths, verdicts=self.verdicts, share_out=self.share_out)
+        self.cwnd = Cwnd(width, conns, paths, verdicts=self.verdicts, share_out=self.share_out,
+                         hints=self.hints)
         self.width = width
         self.lay = lay = (layouts(conns, streams, paths, depth, pool, verdicts=True,
-                                  share_out=self.share_out)
-                          if self.verdicts else self.data.lay)
+                                  share_out=self.share_out) if self.verdicts
+                          else layouts(conns, streams, paths, depth, pool, hints=True) if self.hints
+                          else self.data.lay)
         rd_port = {"m_rd": Out(stream.Signature(lay.sched.rd))} if self.rd_rows else {}
         # MR-TX-233: the pacer's writes and configuration, the paced scheduler's own ports
         if self.pacing:
@@ -450,6 +459,14 @@ class Tx(wiring.Component):
             rd_port.update({n: ps[n] for n in ("s_pace_write", "mtu_wl", "line_mbps")})
         if self.ack_desc:
             rd_port["s_ack_desc"] = self.data.signature.members["s_ack_desc"]
+        if self.hints:
+            # MR-TX-492: the control path's ports and the band's configuration
+            def seen(layout):
+                return Out(wiring.Signature({"payload": Out(layout), "valid": Out(1)}))
+            rd_port.update({"s_cw_ack": In(stream.Signature(lay.cw.ack)), "cw_release": In(1),
+                            "cc_line_mbps": In(cwnd_model.RATE_BITS),
+                            "cc_base_rtt_ns": In(cwnd_model.RTT_BITS),
+                            "m_cw_ev": seen(lay.cw.ack), "m_cw_upd": seen(lay.cw.update)})
         super().__init__({**rd_port,
             "s_wr": In(stream.Signature(lay.sched.wr)),
             "s_ack": In(stream.Signature(lay.rtx.ack)),
@@ -479,10 +496,15 @@ class Tx(wiring.Component):
         # gate, so not wiring.connect; the layouts are one, MR-TX-070), the windows' updates
         # to the scheduler's path windows by the fields it takes (MR-TXS-028)
         ev, cc_on = rtx.m_ackev, self.cc_on
-        m.d.comb += [cw.s_ack.payload.eq(ev.payload), cw.s_ack.valid.eq(ev.valid & cc_on),
-                     ev.ready.eq(cw.s_ack.ready | ~cc_on),
-                     cw.mtu.eq(self.sched_kw["mtu"]), cw.beta_q.eq(self.cc_beta_q),
-                     cw.cap.eq(self.cc_cap)]
+        if self.hints:
+            self._join_hints(m, cc_on)
+            m.d.comb += [cw.mtu.eq(self.sched_kw["mtu"]), cw.beta_q.eq(self.cc_beta_q),
+                         cw.cap.eq(self.cc_cap)]
+        else:
+            m.d.comb += [cw.s_ack.payload.eq(ev.payload), cw.s_ack.valid.eq(ev.valid & cc_on),
+                         ev.ready.eq(cw.s_ack.ready | ~cc_on),
+                         cw.mtu.eq(self.sched_kw["mtu"]), cw.beta_q.eq(self.cc_beta_q),
+                         cw.cap.eq(self.cc_cap)]
         upd, sc = cw.m_update, sched.s_cwnd
         m.d.comb += [sc.valid.eq(upd.valid), upd.ready.eq(sc.ready),
                      sc.payload.conn.eq(upd.payload.conn), sc.payload.path.eq(upd.payload.path),
@@ -555,6 +577,33 @@ class Tx(wiring.Component):
         return m
 
 
+    def _join_hints(self, m, cc_on):
+        """MR-TX-492/493: the control path's event again (``s_cw_ack``) first, else the unit's
+        while ``cc_on`` and not held; the windows' takes and updates seen on ``m_cw_ev`` and
+        ``m_cw_upd``; the hold set by an update with ``move`` or ``refill`` (the set wins),
+        cleared after ``cw_release``."""
+        rtx, cw, sc = self.rtx, self.cwnd, self.sched.s_cwnd
+        ev, ctl, upd = rtx.m_ackev, self.s_cw_ack, cw.m_update
+        hold = Signal(name="cw_hold")
+        head = Signal(self.lay.cw.ack, name="unit_event")
+        m.d.comb += head.eq(ev.payload)
+        if self.hint_dropped:                   # MR-TX-497: the negative control
+            m.d.comb += head.hint.eq(0)
+        unit_valid = ev.valid & cc_on & ~hold
+        m.d.comb += [cw.s_ack.valid.eq(ctl.valid | unit_valid),
+                     cw.s_ack.payload.eq(Mux(ctl.valid, ctl.payload.as_value(), head.as_value())),
+                     ctl.ready.eq(cw.s_ack.ready),
+                     ev.ready.eq((cw.s_ack.ready & ~ctl.valid & ~hold) | ~cc_on),
+                     cw.line_mbps.eq(self.cc_line_mbps), cw.base_rtt_ns.eq(self.cc_base_rtt_ns),
+                     self.m_cw_ev.valid.eq(cw.s_ack.valid & cw.s_ack.ready),
+                     self.m_cw_ev.payload.eq(cw.s_ack.payload)]
+        upd_go = upd.valid & sc.ready
+        m.d.comb += [self.m_cw_upd.valid.eq(upd_go), self.m_cw_upd.payload.eq(upd.payload)]
+        with m.If(upd_go & (upd.payload.move | upd.payload.refill)):
+            m.d.sync += hold.eq(1)
+        with m.Elif(self.cw_release):
+            m.d.sync += hold.eq(0)
+
     def _join_verdicts(self, m, cc_on):
         """MR-TX-257/258: the unit's ``m_probe`` forked to the scheduler's ``s_probe`` and, for
         a verdict (``to``), to the windows' ``s_path``; the scheduler's ``m_restore`` to
@@ -611,6 +660,11 @@ def tx_verdicts_small(width=64):
     """MR-TX-256: the small instance with the path verdicts in the windows, the block
     ``tx_verdicts``."""
     return Tx(width, **SMALL, verdicts=True)
+
+
+def tx_hints_small(width=64):
+    """MR-TX-489: the small instance with the receiver's rate hints in the windows."""
+    return Tx(width, **SMALL, hints=True)
 
 
 def tx_rows_small(width=64):

@@ -129,9 +129,12 @@ class Layouts:
     probe: data.StructLayout
 
 
-def layouts(conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL, health=False):
+def layouts(conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL, health=False,
+            hints=False):
     """The unit's port and state layouts for one instance (MR-TX-002, MR-TX-010..012);
-    ``health`` (MR-TX-300): the probe item gains ``healthy``, a verdict's health bits."""
+    ``health`` (MR-TX-300): the probe item gains ``healthy``, a verdict's health bits;
+    ``hints`` (MR-TX-490): the ACK, the walk job and the event gain ``hint`` (the receiver's
+    rate hint, Mb/s, saturated at 2^19 - 1 by the ACK's decoder), last."""
     check_params(conns, paths, pool)
     cb, pb = (conns - 1).bit_length(), max(1, (paths - 1).bit_length())
     ptr = (pool - 1).bit_length()
@@ -147,6 +150,10 @@ def layouts(conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL, hea
                               "abort": 1, "t_sent": records.TIME_BITS, "lap": 1})
     # MR-TX-003: the peer RX engine's ACK/NAK request, as it arrives (models/rx.py, MR-RX-030/031)
     ack = rx_model.layouts(conns, paths, 2).ack
+    # MR-TX-490: the one declaration of the hint's field, for the ACK, the job and the event
+    hint = {"hint": cwnd_model.RATE_BITS} if hints else {}
+    if hints:
+        ack = data.StructLayout({**dict(ack.members), **hint})
     report = data.StructLayout({"conn": cb, "path": 8, "slot": slot_bits, "chunk": chunk_bits,
                                 "abort": 1, "lap": 1})
     # MR-TXS-445: an acknowledged record's report, and ``late`` (last, so that every other
@@ -181,14 +188,14 @@ def layouts(conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL, hea
     # SACK's bit i - (cum - floor) - 1); the model's job keeps the bitmap itself (``acked``)
     job = data.StructLayout({"kind": 2, "row": cb + pb, "conn": cb, "path": 8, "n": 9,
                              "skip": 9, "sack": P.SACK_BITS, "at": 10, "ptr": ptr, "smp": 1, "trig": 9,
-                             "t_ack": records.TIME_BITS, "ce": cwnd_model.PKTS_BITS})
+                             "t_ack": records.TIME_BITS, "ce": cwnd_model.PKTS_BITS, **hint})
     # MR-TX-060: a path to list in the wheel at its deadline
     insert = data.StructLayout({"row": cb + pb, "deadline": records.TIME_BITS})
     # MR-TX-070: an ACK's event for the congestion windows: exactly the Cwnd block's s_ack
     # (models/cwnd.py, MR-CW-002), so that the TX top joins them with wiring.connect
     ackev = data.StructLayout({"conn": cb, "path": pb, "bytes": cwnd_model.BYTES_BITS,
                                "pkts": cwnd_model.PKTS_BITS, "ce": cwnd_model.PKTS_BITS,
-                               "now": records.TIME_BITS, "srtt": records.TIME_BITS})
+                               "now": records.TIME_BITS, "srtt": records.TIME_BITS, **hint})
     # MR-TX-162: a tail probe: the path's newest PSN, to re-send as is with AckReq
     # MR-TX-197: or a timeout's path verdict (``to`` 1, ``verdict`` protocol.PATH_*; psn 0)
     # MR-TX-300: with ``health``, ``healthy`` (paths bits, last: the scheduler's s_probe takes
@@ -548,7 +555,7 @@ class RetransmitCycleModel:
 
     def __init__(self, width=64, conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL,
                  *, rto_ns=RTO_NS, retry_limit=RETRY_LIMIT, slot_log2=SLOT_LOG2, probes=True,
-                 ages=True, verdict_health=False, interval=1):
+                 ages=True, verdict_health=False, interval=1, hints=False):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         check_params(conns, paths, pool, rto_ns, retry_limit, slot_log2)
@@ -559,7 +566,9 @@ class RetransmitCycleModel:
         self.gate = records.IntervalGate(take_gap(interval))
         # MR-TX-300: a verdict's item carries the health bits it was decided on
         self.verdict_health = bool(verdict_health)
-        self.lay = layouts(conns, paths, pool, health=self.verdict_health)
+        # MR-TX-491: an ACK's hint carried by its walk job to its event
+        self.hints = bool(hints)
+        self.lay = layouts(conns, paths, pool, health=self.verdict_health, hints=self.hints)
         self.rto_ns, self.retry_limit, self.slot_log2 = rto_ns, retry_limit, slot_log2
         self.probes = bool(probes)      # MR-TX-166
         self.ages = bool(ages)          # MR-TX-203/204
@@ -821,6 +830,8 @@ class RetransmitCycleModel:
                                       "bytes": self.w_bytes, "pkts": self.w_pkts,
                                       "ce": j.get("ce", 0), "now": j["t_ack"],
                                       "srtt": srtt0(self.rto_ns) if st is None else st}
+                        if self.hints:                  # MR-TX-491
+                            ackev_pend["hint"] = j["hint"]
                     free_push = self.w_cursor
                     self.w_skip = max(0, self.w_skip - 1)
                     self.w_acked >>= 1
@@ -1033,6 +1044,8 @@ class RetransmitCycleModel:
             job = {"kind": JOB_WALK, "row": row_i, "conn": f["conn"], "path": f["path"], "n": n,
                    "skip": lost_n, "acked": acked, "smp": int(0 <= d < n), "trig": d & 511,
                    "t_ack": now, "ce": ackev_ce(f)}
+            if self.hints:                              # MR-TX-491: the ACK's hint
+                job["hint"] = f["hint"]
         elif kind == "rto":
             # MR-TX-054: the path's new RTO; a timer not backed off uses it at once
             conn, path = self._conn_path(row_i)

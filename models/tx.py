@@ -51,7 +51,8 @@ __all__ = ["TxLayouts", "layouts", "TMPL_FIELDS", "template_of", "desc_of", "cmd
            "TxJoinModel", "TxDataCycleModel", "TxCycleModel", "tx_model_small", "SMALL",
            "INPUTS", "OUTPUTS", "DATA_INPUTS", "DATA_OUTPUTS", "MRDH_VERSION", "ERR_DEPTH",
            "id_depth", "slot_of", "KIND_DEPTH", "SHARED_DESC_FIELDS", "ACK_ONLY_DESC_FIELDS", "one_builder_desc", "ACK_DESC_INPUTS", "ACK_DESC_OUTPUTS", "RD_INPUTS", "RD_OUTPUTS", "TX_CTR", "TX_CTR_BASE", "SRC_LAYOUT", "is_atomic_frame",
-           "src_of", "inline_beats", "path_record", "tx_model_verdicts_small"]
+           "src_of", "inline_beats", "path_record", "tx_model_verdicts_small", "HINT_INPUTS",
+           "HINT_OUTPUTS", "tx_model_hints_small"]
 
 #: MR-TX-100: the small instance: the scheduler's SMALL (2 connections x 2 streams x 4 paths),
 #: a retransmit pool of 256 records (every path's 32 packets in flight), 16 read commands
@@ -104,6 +105,11 @@ ACK_DESC_INPUTS = ["s_ack_desc__payload", "s_ack_desc__valid"]
 ACK_DESC_OUTPUTS = ["s_ack_desc__ready"]
 
 #: MR-TX-334: with ``rd_rows``, the scheduler's ``m_rd`` on the TX half's ports.
+#: MR-TX-492: with ``hints``, the control path's ports and the band's configuration
+HINT_INPUTS = ["s_cw_ack__payload", "s_cw_ack__valid", "cw_release", "cc_line_mbps",
+               "cc_base_rtt_ns"]
+HINT_OUTPUTS = ["s_cw_ack__ready", "m_cw_ev__payload", "m_cw_ev__valid", "m_cw_upd__payload",
+                "m_cw_upd__valid"]
 RD_INPUTS = ["m_rd__ready"]
 RD_OUTPUTS = ["m_rd__payload", "m_rd__valid"]
 
@@ -202,16 +208,19 @@ class TxLayouts:
 
 
 def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"],
-            depth=SMALL["depth"], pool=SMALL["pool"], verdicts=False, share_out=False):
+            depth=SMALL["depth"], pool=SMALL["pool"], verdicts=False, share_out=False,
+            hints=False):
     """The engine's port layouts (MR-TX-103): the scheduler's ``wr`` and ``cqe``, the retransmit
     unit's ``ack`` and ``error``, the template write ``cfg`` (MR-TX-121) and the DMA command;
     ``verdicts`` (MR-TX-256): the windows' layouts with the verdicts (``s_cw_setup`` gains
-    ``share``, MR-CW-106); ``share_out`` (MR-TX-300): the unit's probe item with ``healthy``."""
+    ``share``, MR-CW-106); ``share_out`` (MR-TX-300): the unit's probe item with ``healthy``;
+    ``hints`` (MR-TX-489/490): the ACK and the unit's event with ``hint``, the windows' hinted
+    layouts."""
     sl = sched_model.layouts(conns, streams, paths, depth)
-    rl = rtx_model.layouts(conns, paths, pool, health=share_out)
+    rl = rtx_model.layouts(conns, paths, pool, health=share_out, hints=hints)
     cfg = data.StructLayout({"conn": sl.conn_bits, **dict(TMPL_FIELDS), "sport": 16 * paths})
     return TxLayouts(conns, paths, sl, rl, cfg, cmd_layout(conns),
-                     cwnd_model.layouts(conns, paths, verdicts=verdicts))
+                     cwnd_model.layouts(conns, paths, verdicts=verdicts, hints=hints))
 
 
 def path_record(lay, restore=None, probe=None):
@@ -479,6 +488,17 @@ class TxDataCycleModel:
         return out
 
 
+def check_hint_options(hints, hint_dropped, *, verdicts, pacing, rows, interval):
+    """MR-TX-489: ``hints`` not with ``verdicts``, ``pacing``, ``rows`` nor an interval above
+    1 (not built); ``hint_dropped`` (a negative control) needs ``hints``."""
+    hints = bool(hints)
+    if hint_dropped and not hints:
+        raise ValueError("hint_dropped needs hints")
+    if hints and (verdicts or pacing or rows or interval > 1):
+        raise ValueError("hints with verdicts, pacing, rows or interval > 1 is not built")
+    return hints, bool(hint_dropped)
+
+
 def check_tx_options(rows, pacing, rd_rows, interval, mem_head):
     """The TX's scheduler options that are not built together, checked for the RTL and the
     model alike: ``(rows, interval, mem_head)`` normalised, else ``ValueError``. MR-TX-317:
@@ -506,10 +526,17 @@ class TxCycleModel:
                  pacing=False, pace_ignored=False, verdicts=False, restores=True,
                  pace_full_only=False, ack_desc=False, ack_first=True, share_out=None,
                  restore_after_ack=None, rows=False, interval=1, mem_head=False,
-                 **sched_kw):
+                 hints=False, hint_dropped=False, **sched_kw):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
+        # MR-TX-489: the receiver's rate hints in the windows (Cwnd(hints=True)), the control
+        # path outside; hint_dropped (negative control only, MR-TX-496/497): the unit's event
+        # offered with hint 0
+        self.hints, self.hint_dropped = check_hint_options(
+            hints, hint_dropped, verdicts=verdicts, pacing=pacing, rows=rows, interval=interval)
+        self.cw_hold = 0                # MR-TX-493
+        self.unit_events = []           # MR-TX-496: the unit's events taken, as the unit gave them
         # MR-TX-256: the path verdicts and the scheduler's restores into the windows;
         # ``restores`` False (with verdicts: the negative control of MR-TX-261 only) leaves the
         # restores out of the join (the scheduler's port taken and dropped)
@@ -568,7 +595,8 @@ class TxCycleModel:
         # MR-TX-179: the unit's tail probes on, its m_probe joined to the scheduler's s_probe
         self.rtx = RetransmitCycleModel(width, conns, paths, pool, rto_ns=rto_ns,
                                         retry_limit=retry_limit, slot_log2=slot_log2, probes=True,
-                                        verdict_health=self.share_out, interval=interval)  # MR-TX-455
+                                        verdict_health=self.share_out, interval=interval,  # MR-TX-455
+                                        hints=self.hints)                   # MR-TX-491
         # MR-TX-280: ``ack_desc`` adds s_ack_desc, the ACK descriptors into the one builder
         self.ack_desc = bool(ack_desc)
         self.data = TxDataCycleModel(width, conns, streams, paths, depth, pool=pool,
@@ -576,10 +604,12 @@ class TxCycleModel:
                                      ack_first=ack_first)
         # MR-TX-105: the congestion windows, their MTU the scheduler's
         self.cwnd = cwnd_model.CwndCycleModel(width, conns, paths, verdicts=self.verdicts,
-                                              share_out=self.share_out)
+                                              share_out=self.share_out, hints=self.hints)
         self.cw_mtu = kw["mtu"]
         self.lay = (layouts(conns, streams, paths, depth, pool, verdicts=True,
-                            share_out=self.share_out) if self.verdicts else self.data.lay)
+                            share_out=self.share_out) if self.verdicts
+                    else layouts(conns, streams, paths, depth, pool, hints=True) if self.hints
+                    else self.data.lay)
         # MR-TX-257: with verdicts, the records the windows took in order: ("path", s_path
         # record) and ("ack", ACK event)
         self.cw_log = []
@@ -599,6 +629,8 @@ class TxCycleModel:
             ins, outs = ins + ACK_DESC_INPUTS, outs + ACK_DESC_OUTPUTS
         if self is not None and self.rd_rows:
             ins, outs = ins + RD_INPUTS, outs + RD_OUTPUTS
+        if self is not None and self.hints:
+            ins, outs = ins + HINT_INPUTS, outs + HINT_OUTPUTS
         return {"inputs": ins, "outputs": outs}
 
     def busy(self):
@@ -639,6 +671,19 @@ class TxCycleModel:
                  "s_setup__payload": g("s_cw_setup__payload", 0),
                  "m_update__ready": cwnd_ready, "mtu": self.cw_mtu,
                  "beta_q": g("cc_beta_q", 0), "cap": g("cc_cap", 0)}
+        ctl_valid = unit_valid = 0
+        if self.hints:
+            # MR-TX-493/495: the control path's event again first, else the unit's while not
+            # held (cc_on gates the unit's only)
+            ctl_valid = g("s_cw_ack__valid", 0)
+            unit_valid = cw_in["s_ack__valid"] and not self.cw_hold
+            head = rtx.ackev_q.head
+            if self.hint_dropped:
+                head = pack(self.lay.cw.ack, {**unpack(self.lay.cw.ack, head), "hint": 0})
+            cw_in.update({"s_ack__valid": int(bool(ctl_valid or unit_valid)),
+                          "s_ack__payload": g("s_cw_ack__payload", 0) if ctl_valid else head,
+                          "line_mbps": g("cc_line_mbps", 0),
+                          "base_rtt_ns": g("cc_base_rtt_ns", 0)})
         to = hold = False
         if self.verdicts:
             # MR-TX-257/258: the scheduler's restore (registers) first, else the unit's verdict
@@ -668,12 +713,30 @@ class TxCycleModel:
                 self.cw_log.append(("ack", unpack(self.lay.cw.ack, cw_in["s_ack__payload"])))
         upd = unpack(self.lay.cw.update, co["m_update__payload"])
         cw_write = pack(sched.lay.cwnd, {k: upd[k] for k in ("conn", "path", "cwnd")})
+        ev_ready = int(co["s_ack__ready"] or not cc_on)
+        if self.hints:
+            ev_ready = int(bool((co["s_ack__ready"] and not ctl_valid and not self.cw_hold)
+                                or not cc_on))
+            if unit_valid and not ctl_valid and co["s_ack__ready"]:
+                self.unit_events.append(unpack(self.lay.cw.ack, rtx.ackev_q.head))
+            upd_go = co["m_update__valid"] and cwnd_ready
+            hint_out = {"s_cw_ack__ready": co["s_ack__ready"],
+                        "m_cw_ev__valid": int(bool(cw_in["s_ack__valid"] and co["s_ack__ready"])),
+                        "m_cw_ev__payload": cw_in["s_ack__payload"],
+                        "m_cw_upd__valid": int(bool(upd_go)),
+                        "m_cw_upd__payload": co["m_update__payload"]}
+            # MR-TX-493: set by an update with move or refill (the set wins), else cleared
+            # after cw_release
+            if upd_go and (upd["move"] or upd["refill"]):
+                self.cw_hold = 1
+            elif g("cw_release", 0):
+                self.cw_hold = 0
         ro = rtx.step({"s_sent__payload": sq.head, "s_sent__valid": int(sq.level > 0),
                        "s_ack__payload": g("s_ack__payload", 0), "s_ack__valid": g("s_ack__valid", 0),
                        "m_acked__ready": acked_ready, "m_resend__ready": resend_ready,
                        "m_error__ready": int(g("m_error__ready", 0) and err_go),
                        "now": g("now", 0),
-                       "m_ackev__ready": int(co["s_ack__ready"] or not cc_on),
+                       "m_ackev__ready": ev_ready,
                        "m_probe__ready": probe_pass if self.verdicts else probe_ready,
                        "reg_addr": g("reg_addr", 0)})
         data = self.data
@@ -724,6 +787,8 @@ class TxCycleModel:
             out["s_pace_write__ready"] = so["s_pace_write__ready"]
         if self.ack_desc:
             out["s_ack_desc__ready"] = do["s_ack_desc__ready"]
+        if self.hints:
+            out.update(hint_out)
         # MR-TX-126: the events of this cycle, counted after the next edge
         now = []
         # MR-TX-283: the data frames only (an ACK frame is the receive half's)
@@ -764,6 +829,11 @@ def tx_model_interval_small(width=64):
 def tx_model_verdicts_small(width=64):
     """The model of ``hdl.tx.tx_verdicts_small``, the block ``tx_verdicts`` (MR-TX-256)."""
     return TxCycleModel(width, **SMALL, verdicts=True)
+
+
+def tx_model_hints_small(width=64):
+    """The model of ``hdl.tx.tx_hints_small`` (MR-TX-489)."""
+    return TxCycleModel(width, **SMALL, hints=True)
 
 
 def tx_model_rows_small(width=64):

@@ -233,6 +233,55 @@ async def tx_verdicts(dut):
             json.dump(row, f)
 
 
+@cocotb.test(skip=os.environ.get("TX_HINTS") != "1")
+async def tx_hints(dut):
+    """MR-TX-497 under Verilator: ``Tx(hints=True)`` against ``TxCycleModel(hints=True)`` on
+    MR-TX-496's run (``tx_hint_cases``: ``CwndControl`` in the loop through the control path's
+    ports; ``TX_HINTS_RUN=random``: its random run), every output every cycle; then
+    MR-TX-496's checks (and MR-TX-150's checker on the random run). Only with ``TX_HINTS=1`` (the
+    build of a hinted instance). ``TX_HINT_DROPPED=1`` (the negative control): the model with
+    the unit's hint dropped (the RTL keeps it); the first mismatch is reported rather than
+    raised. Results to ``TX_OUT``."""
+    from metaroce.models import tx_hint_cases as hc
+    from .lockstep import Mismatch
+    width = _width(dut)
+    dropped = os.environ.get("TX_HINT_DROPPED", "0") == "1"
+    model, h = await _harness(dut, width, hints=True, hint_dropped=dropped)
+    # TX_HINTS_RUN "random": MR-TX-496's random run (seed TX_SEED), else the directed one
+    rnd = os.environ.get("TX_HINTS_RUN", "directed") == "random"
+    if rnd:
+        drv, items, sem = hc.random_driver(model, int(os.environ.get("TX_SEED", "1")))
+    else:
+        drv, items = hc.make_driver(model)
+    t0 = time.perf_counter()
+    try:
+        n = await drive(h, drv, busy=model.busy)
+    except Mismatch as e:
+        if not dropped:
+            raise
+        row = {"mismatches": max(h.mismatches, 1), "first_mismatch": e.cycle, "signal": e.signal}
+        with open(os.environ["TX_OUT"], "w") as f:
+            json.dump(row, f)
+        return
+    wall = time.perf_counter() - t0
+    assert h.mismatches == 0
+    if rnd:
+        xc.check(sem, items, drv)
+    cw, sched = model.cwnd.sem, model.sched.sem
+    row = {"run": "random" if rnd else "directed", "mismatches": h.mismatches, "cycles": n,
+           "work_requests": len(items),
+           "completions": len(drv.res["cqe"]), "equal": hc.check_hint_run(drv),
+           "equal_unit": hc.check_hint_run(drv, unit_events=model.unit_events),
+           "events": sum(1 for k, _ in drv.loop.items if k == "ack"), **drv.control.moves,
+           "windows": [p["cwnd"] for p in cw.path[0]],
+           "sched_windows": [sched.path[p]["cwnd"] for p in range(SMALL["paths"])],
+           "lockstep_cycles_per_s": round(n / wall) if wall else None}
+    out = os.environ.get("TX_OUT")
+    if out:
+        with open(out, "w") as f:
+            json.dump(row, f)
+
+
 @cocotb.test(skip=not os.environ.get("METAROCE_COVERAGE_OUT"))
 async def tx_coverage(dut):
     """``metaroce coverage tx`` (MR-TX-416, MR-TX-417): one batch (``TX_COVERAGE_BATCH``) of

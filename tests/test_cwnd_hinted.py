@@ -151,6 +151,7 @@ def test_refused_event_and_move_writes():
                                       0, 0, 0, win, win, 0, win, 0, 0]
 
 
+@pytest.mark.slow       # hint45: the default run's budget (the Verilator lockstep names them too)
 def test_hinted_verilog_port_names():
     """MR-CW-060: the hinted block's Verilog ports are its cycle model's plus clk and rst."""
     ports = verilog_ports(cwnd_hinted_small(), "cwnd")
