@@ -600,6 +600,22 @@ def test_data_path_debt_register_wrong_form_fails():
 
 
 @pytest.mark.slow
+def test_data_path_lane_wrong_form_fails():
+    """MR-TX-479, MR-TX-484 (negative control): the join stage's read command with its lane one
+    lane off (``lane + 1``: the DMA's beats a lane from the builder's) mismatches the model on
+    ``test_data_path_lockstep_64``'s traffic."""
+    from metaroce.models.dma_read_cases import Layout
+    from metaroce.tb.lockstep import Mismatch, wrong_form
+    mod = wrong_form("tx", "self.m_cmd.payload.lane.eq(lane)", "self.m_cmd.payload.lane.eq(lane + 1)")
+    model = TxDataCycleModel(64, **_DATA)
+    mem = Layout(8192)
+    reqs = xc.data_requests(model.lay, 10, mem, seed=4, max_len=500)
+    drv = xc.DataDriver(model.lay, 64, reqs, mem, xc.templates(2, 4), seed=4)
+    with pytest.raises(Mismatch):
+        run_amaranth(mod.TxData(64, **_DATA), model, drv, busy=model.busy)
+
+
+@pytest.mark.slow
 def test_data_path_lockstep_512():
     from metaroce.models.dma_read_cases import Layout
     model_lay = TxDataCycleModel(512, **_DATA).lay
