@@ -2,8 +2,10 @@
 as payload beats packed from lane 0, the frame builder's ``s_payload`` (docs/spec/hw-dma-read.md,
 MR-DMR-*).
 
-``DmaRead(width=512, *, conns=4096, max_burst=256, outstanding=256, id_width=4, axi_id=0)``
-(MR-DMR-001). Ports (MR-DMR-002):
+``DmaRead(width=512, *, conns=4096, max_burst=256, outstanding=256, id_width=4, axi_id=0,
+rotate=False)`` (MR-DMR-001). ``rotate`` (the TX's, MR-TX-480/481): the command carries a
+``lane`` and each payload beat leaves rotated up by it (the frame builder's lane), made by one
+rotation of the R beats by ``(o - lane) mod nb`` and two lane masks a command. Ports (MR-DMR-002):
 
 ============ ===== =======================================================================
 port         dir   meaning

@@ -1,6 +1,8 @@
 """TX frame builder: descriptor + payload beats in, Ethernet frames out (docs/spec/hw-tx-frame.md).
 
-``FrameBuilder(width)`` (64, 128, 256 or 512 bits, MR-TXF-001). Ports (MR-TXF-002):
+``FrameBuilder(width)`` (64, 128, 256 or 512 bits, MR-TXF-001; the TX's ``ipv4_only`` and
+``prerotated``, hw-tx.md MR-TX-466 and MR-TX-482: with ``prerotated`` the payload beats come
+rotated up by the header length mod the beat, and the merge has no rotator). Ports (MR-TXF-002):
 
 ============== ===== =====================================================================
 port           dir   meaning
