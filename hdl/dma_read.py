@@ -84,8 +84,9 @@ class DmaRead(wiring.Component):
         # -- intake (MR-DMR-040): captured (X0), decoded over two stages (X1, X2) that never
         # stall, pushed into the AR queue; s_cmd.ready counts the stages against its room.
         # MR-TX-481: with rotate, ``o`` holds the R beats' rotation (o - lane) mod nb, and the
-        # command's two lane masks (from held; kept on a last beat) come along
-        masks = {"hm": nb, "lm": nb} if self.rotate else {}
+        # ends of the command's two lane intervals [lane, lane + n) mod nb (from held: n = nb - o;
+        # kept on a last beat: n = (length - 1) mod nb + 1) come along: ``s``, ``eh``, ``el``
+        masks = {"s": lnb, "eh": lnb + 1, "el": lnb + 1} if self.rotate else {}
         flight_entry = data.StructLayout({"conn": cb, "length": 16, "o": lnb, "e_m1": lnb,
                                   "n_in": 17 - lnb, "in_zero": 1, "in_one": 1, "spill": 1,
                                   "zero": 1, **masks})
@@ -116,7 +117,7 @@ class DmaRead(wiring.Component):
         x2 = {n: Signal(w, name=f"x2_{n}") for n, w in
               (("conn", cb), ("length", 16), ("addr", 64), ("lm1_hi", 17 - lbd), ("low", lbd + 1),
                ("e_m1", lnb), ("n_in", 17 - lnb), ("in_one", 1), ("zero", 1), ("spill", 1))
-              + ((("rot", lnb), ("hm", nb), ("lm", nb)) if self.rotate else ())}
+              + ((("rot", lnb), ("s", lnb), ("eh", lnb + 1), ("el", lnb + 1)) if self.rotate else ())}
         m.d.sync += [x2_valid.eq(x1_valid), x2["conn"].eq(x1["conn"]), x2["length"].eq(x1["length"]),
                      x2["addr"].eq(x1["addr"]), x2["lm1_hi"].eq(x1["lm1"][lbd:]),
                      x2["low"].eq(off1 + x1["lm1"][:lbd]), x2["e_m1"].eq(x1["lm1"][:lnb]),
@@ -126,12 +127,10 @@ class DmaRead(wiring.Component):
         if self.rotate:
             # MR-TX-481: the R beats rotated down by (o - lane) mod nb; lane j (rotated) is
             # lane (j - lane) mod nb of the lane-0 beat: from held when that is below nb - o,
-            # kept on a last beat when it is at most (length - 1) mod nb
+            # kept on a last beat when it is at most (length - 1) mod nb: the intervals' ends
             o1, s1 = x1["addr"][:lnb], x1["lane"]
-            m.d.sync += x2["rot"].eq((o1 - s1)[:lnb])
-            for j in range(nb):
-                d = (j - s1)[:lnb]
-                m.d.sync += [x2["hm"][j].eq(d < (nb - o1)), x2["lm"][j].eq(d <= x1["lm1"][:lnb])]
+            m.d.sync += [x2["rot"].eq((o1 - s1)[:lnb]), x2["s"].eq(s1),
+                         x2["eh"].eq(s1 + (nb - o1)), x2["el"].eq(s1 + x1["lm1"][:lnb] + 1)]
         carry = x2["low"][lbd]
         ari = Signal(arcmd)
         start_beat = x2["addr"][lnb:lbd] if lbd > lnb else Const(0, 1)
@@ -147,7 +146,7 @@ class DmaRead(wiring.Component):
             ar_q.w_en.eq(x2_valid), ar_q.w_data.eq(ari),
         ]
         if self.rotate:
-            m.d.comb += [ari.r.hm.eq(x2["hm"]), ari.r.lm.eq(x2["lm"])]
+            m.d.comb += [ari.r.s.eq(x2["s"]), ari.r.eh.eq(x2["eh"]), ari.r.el.eq(x2["el"])]
 
         # -- commands in flight (MR-DMR-043): a queue of R-side entries
         # MR-HW-089: left a SyncFIFOBuffered (LUT RAM): at the engine's parameters a BufferedQueue
@@ -200,6 +199,9 @@ class DmaRead(wiring.Component):
         err = Signal()
         held = Signal(width)
         pend = Signal()                             # a command's last payload beat is owed
+        # MR-TX-481: the command's lane masks (from held; kept on a last beat), made from its
+        # flight entry's interval ends as it is loaded
+        cur_hm, cur_lm = Signal(nb, name="cur_hm"), Signal(nb, name="cur_lm")
         pend_rec = Signal(data.StructLayout({"conn": cb, "length": 16, "err": 1, "e_m1": lnb,
                                              **({"lm": nb} if self.rotate else {})}))
         out = self.m_data
@@ -224,14 +226,14 @@ class DmaRead(wiring.Component):
         for j in range(nb):
             if self.rotate:
                 # MR-TX-481: the last beat's lanes, the command's (or the owed beat's) mask
-                m.d.comb += keep[j].eq(~is_last | Mux(flush, pend_rec.lm[j], cur.lm[j]))
+                m.d.comb += keep[j].eq(~is_last | Mux(flush, pend_rec.lm[j], cur_lm[j]))
             else:
                 m.d.comb += keep[j].eq(~is_last | (j <= end_lane))
         word = Signal(width)
         for j in range(nb):
             sl = slice(8 * j, 8 * j + 8)
             # j < nb - o; MR-TX-481: the command's mask, the same test on the rotated lanes
-            from_held = flush | (cur.hm[j] if self.rotate else (cur.o < nb - j))
+            from_held = flush | (cur_hm[j] if self.rotate else (cur.o < nb - j))
             m.d.comb += word[sl].eq(Mux(keep[j], Mux(from_held, held[sl], rot[sl]), 0))
         rec = Signal(self.done)
         m.d.comb += [
@@ -256,7 +258,7 @@ class DmaRead(wiring.Component):
                 m.d.sync += [pend.eq(1), pend_rec.conn.eq(cur.conn), pend_rec.length.eq(cur.length),
                              pend_rec.err.eq(err | bad), pend_rec.e_m1.eq(cur.e_m1)]
                 if self.rotate:
-                    m.d.sync += pend_rec.lm.eq(cur.lm)
+                    m.d.sync += pend_rec.lm.eq(cur_lm)
         cmd_end = (take & last_r) | zero_done
         cur_need = ~cur_active | cmd_end
         m.d.comb += flight.r_en.eq(cur_need)
@@ -264,6 +266,14 @@ class DmaRead(wiring.Component):
             m.d.sync += cur_active.eq(flight.r_rdy)
             with m.If(flight.r_rdy):
                 m.d.sync += [cur.eq(flight.r_data), first.eq(1)]
+                if self.rotate:
+                    f = data.View(flight_entry, flight.r_data)
+
+                    def interval(e):
+                        # lanes [s, e) mod nb, e = s + n (1 <= n <= nb): past nb it wraps
+                        return Cat(*[Mux(e[lnb], (j >= f.s) | (j < e[:lnb]), (j >= f.s) & (j < e[:lnb]))
+                                     for j in range(nb)])
+                    m.d.sync += [cur_hm.eq(interval(f.eh)), cur_lm.eq(interval(f.el))]
         m.d.comb += [self.m_done.valid.eq(done_q.r_rdy),
                      self.m_done.payload.eq(Mux(done_q.r_rdy, done_q.r_data, 0)),
                      done_q.r_en.eq(self.m_done.ready)]

@@ -99,10 +99,10 @@ def test_random_rotated(width, seed):
 
 @pytest.mark.slow
 def test_random_rotated_wrong_form_fails():
-    """MR-TX-484: the rotated DMA with its held mask one lane off (``d < nb - o`` as ``d <=``)
-    mismatches its model."""
+    """MR-TX-484: the rotated DMA with its held mask one lane long (the interval's end at
+    ``lane + nb - o + 1``) mismatches its model."""
     from metaroce.tb.lockstep import Mismatch, wrong_form
-    mod = wrong_form("dma_read", "x2[\"hm\"][j].eq(d < (nb - o1))", "x2[\"hm\"][j].eq(d <= (nb - o1))")
+    mod = wrong_form("dma_read", "x2[\"eh\"].eq(s1 + (nb - o1))", "x2[\"eh\"].eq(s1 + (nb - o1) + 1)")
     lay, cmds = dc.random_cases(64, 30, seed=3)
     with pytest.raises(Mismatch):
         run_lockstep(64, lay, dc.with_lanes(cmds, 3), seed=3, outstanding=4, rotate=True,
