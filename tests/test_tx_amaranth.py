@@ -290,7 +290,8 @@ def run_data(width, reqs, mem_layout, tmpls, *, rtl, seed=0, image=None, **kw):
 
 
 def test_data_path_lockstep_64():
-    """MR-TX-102, MR-TX-120..124, MR-TX-151, MR-TX-467 (the builder ``ipv4_only``), MR-TX-347 (the join's queues in block RAM,
+    """MR-TX-102, MR-TX-120..124, MR-TX-151, MR-TX-467 (the builder ``ipv4_only``), MR-TX-483
+    (the payload rotated once, in the DMA, MR-TX-479..482), MR-TX-347 (the join's queues in block RAM,
     MR-TX-346), MR-TX-401 (``srcq``'s head in a register, MR-TX-400): the join stage, the DMA and the frame builder on
     random frame requests (every connection and path, payloads of any length and alignment),
     idle inputs, backpressure on ``m_axis``, random AXI latency and gaps: 0 mismatches at 64
@@ -307,7 +308,8 @@ def test_data_path_lockstep_64():
 
 @pytest.mark.parametrize("width", [64, pytest.param(512, marks=pytest.mark.slow)])
 def test_data_path_atomics(width):
-    """MR-TX-191, MR-TX-192, MR-TX-194: atomic frame requests (MR_CMP_SWAP, MR_FETCH_ADD) among
+    """MR-TX-191, MR-TX-192, MR-TX-194, MR-TX-483 (the operand beats rotated to the builder's
+    lane): atomic frame requests (MR_CMP_SWAP, MR_FETCH_ADD) among
     writes and sends (some of no payload), idle inputs, backpressure and random AXI latency:
     0 mismatches; an atomic's frame carries its operands as payload (no read of the host
     memory: its read command has length 0) between the DMA's payloads, in order."""

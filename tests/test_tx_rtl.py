@@ -20,6 +20,9 @@ from metaroce.tb import build as tb_build
 @pytest.mark.slow
 @pytest.mark.parametrize("width", [64, 512])
 def test_tx_rtl_lockstep(width):
+    """MR-TX-150 under Verilator (tb/tx.py ``tx_lockstep``): 0 mismatches, every work request
+    completed, resends, losses, READ responses, atomic frames and tail probes (MR-TX-179) in the
+    run; MR-TX-485: seed 15 at 512 bits, where seed 1 has no probe."""
     # seed 1 at 64 bits, 15 at 512 (resends, timeouts, tail probes, atomics at each): with the
     # health ages (MR-TX-203) a probe needs another path's progress within 4 srtt of its
     # expiry; at 512 bits seed 1's traffic and ACKs are all over before the driver's clock
