@@ -2,8 +2,10 @@
 as payload beats packed from lane 0, the frame builder's ``s_payload`` (docs/spec/hw-dma-read.md,
 MR-DMR-*).
 
-``DmaRead(width=512, *, conns=4096, max_burst=256, outstanding=256, id_width=4, axi_id=0)``
-(MR-DMR-001). Ports (MR-DMR-002):
+``DmaRead(width=512, *, conns=4096, max_burst=256, outstanding=256, id_width=4, axi_id=0,
+rotate=False)`` (MR-DMR-001). ``rotate`` (the TX's, MR-TX-480/481): the command carries a
+``lane`` and each payload beat leaves rotated up by it (the frame builder's lane), made by one
+rotation of the R beats by ``(o - lane) mod nb`` and two lane masks a command. Ports (MR-DMR-002):
 
 ============ ===== =======================================================================
 port         dir   meaning
@@ -53,12 +55,14 @@ class DmaRead(wiring.Component):
     """The payload DMA (docs/spec/hw-dma-read.md)."""
 
     def __init__(self, width=512, *, conns=records.CONNS, max_burst=MAX_BURST,
-                 outstanding=OUTSTANDING, id_width=4, axi_id=0):
+                 outstanding=OUTSTANDING, id_width=4, axi_id=0, rotate=False):
         check_params(width, conns, max_burst, outstanding, id_width, axi_id)
         self.width = width
         self.conns, self.max_burst, self.outstanding = conns, max_burst, outstanding
         self.axi_id = axi_id
-        self.cmd = cmd_layout(conns)
+        # MR-TX-480: each payload beat rotated up by its command's lane (the TX's builder lane)
+        self.rotate = bool(rotate)
+        self.cmd = cmd_layout(conns, lane=self.rotate)
         self.done = done_layout(conns)
         super().__init__({
             "s_cmd": In(stream.Signature(self.cmd)),
@@ -79,9 +83,13 @@ class DmaRead(wiring.Component):
 
         # -- intake (MR-DMR-040): captured (X0), decoded over two stages (X1, X2) that never
         # stall, pushed into the AR queue; s_cmd.ready counts the stages against its room.
+        # MR-TX-481: with rotate, ``o`` holds the R beats' rotation (o - lane) mod nb, and the
+        # ends of the command's two lane intervals [lane, lane + n) mod nb (from held: n = nb - o;
+        # kept on a last beat: n = (length - 1) mod nb + 1) come along: ``s``, ``eh``, ``el``
+        masks = {"s": lnb, "eh": lnb + 1, "el": lnb + 1} if self.rotate else {}
         flight_entry = data.StructLayout({"conn": cb, "length": 16, "o": lnb, "e_m1": lnb,
                                   "n_in": 17 - lnb, "in_zero": 1, "in_one": 1, "spill": 1,
-                                  "zero": 1})
+                                  "zero": 1, **masks})
         arcmd = data.StructLayout({"r": flight_entry, "hi": 64 - lbd, "off": lbd, "left": 17 - lbd,
                                    "single": 1, "single_len": 8, "last_len": 8})
         m.submodules.ar_q = ar_q = fifo.SyncFIFO(width=arcmd.size, depth=CMD_DEPTH)
@@ -95,29 +103,40 @@ class DmaRead(wiring.Component):
         cmd_len = x0.length
         x1 = {n: Signal(w, name=f"x1_{n}") for n, w in
               (("conn", cb), ("length", 16), ("addr", 64), ("lm1", 16), ("n_in", 17 - lnb),
-               ("zero", 1), ("spill", 1))}
+               ("zero", 1), ("spill", 1)) + ((("lane", lnb),) if self.rotate else ())}
         part = cmd_len[:lnb]
         spill = Mux(part == 0, x0.addr[:lnb] != 0, (x0.addr[:lnb] + part) > nb)
         m.d.sync += [x1_valid.eq(x0_valid), x1["conn"].eq(x0.conn), x1["length"].eq(cmd_len),
                      x1["addr"].eq(x0.addr), x1["lm1"].eq(Mux(cmd_len == 0, 0, cmd_len - 1)),
                      x1["n_in"].eq((cmd_len >> lnb) + (part != 0)), x1["zero"].eq(cmd_len == 0),
                      x1["spill"].eq((cmd_len != 0) & spill)]
+        if self.rotate:
+            m.d.sync += x1["lane"].eq(x0.lane[:lnb])
         # X2: the low part of the last byte's offset (off + length - 1)
         off1 = x1["addr"][:lbd]
         x2 = {n: Signal(w, name=f"x2_{n}") for n, w in
               (("conn", cb), ("length", 16), ("addr", 64), ("lm1_hi", 17 - lbd), ("low", lbd + 1),
-               ("e_m1", lnb), ("n_in", 17 - lnb), ("in_one", 1), ("zero", 1), ("spill", 1))}
+               ("e_m1", lnb), ("n_in", 17 - lnb), ("in_one", 1), ("zero", 1), ("spill", 1))
+              + ((("rot", lnb), ("s", lnb), ("eh", lnb + 1), ("el", lnb + 1)) if self.rotate else ())}
         m.d.sync += [x2_valid.eq(x1_valid), x2["conn"].eq(x1["conn"]), x2["length"].eq(x1["length"]),
                      x2["addr"].eq(x1["addr"]), x2["lm1_hi"].eq(x1["lm1"][lbd:]),
                      x2["low"].eq(off1 + x1["lm1"][:lbd]), x2["e_m1"].eq(x1["lm1"][:lnb]),
                      x2["n_in"].eq(x1["n_in"]),
                      x2["in_one"].eq(~x1["zero"] & (x1["lm1"][lnb:] == 0)),
                      x2["zero"].eq(x1["zero"]), x2["spill"].eq(x1["spill"])]
+        if self.rotate:
+            # MR-TX-481: the R beats rotated down by (o - lane) mod nb; lane j (rotated) is
+            # lane (j - lane) mod nb of the lane-0 beat: from held when that is below nb - o,
+            # kept on a last beat when it is at most (length - 1) mod nb: the intervals' ends
+            o1, s1 = x1["addr"][:lnb], x1["lane"]
+            m.d.sync += [x2["rot"].eq((o1 - s1)[:lnb]), x2["s"].eq(s1),
+                         x2["eh"].eq(s1 + (nb - o1)), x2["el"].eq(s1 + x1["lm1"][:lnb] + 1)]
         carry = x2["low"][lbd]
         ari = Signal(arcmd)
         start_beat = x2["addr"][lnb:lbd] if lbd > lnb else Const(0, 1)
         m.d.comb += [
-            ari.r.conn.eq(x2["conn"]), ari.r.length.eq(x2["length"]), ari.r.o.eq(x2["addr"][:lnb]),
+            ari.r.conn.eq(x2["conn"]), ari.r.length.eq(x2["length"]),
+            ari.r.o.eq(x2["rot"] if self.rotate else x2["addr"][:lnb]),
             ari.r.e_m1.eq(x2["e_m1"]), ari.r.n_in.eq(x2["n_in"]), ari.r.in_zero.eq(x2["zero"]),
             ari.r.in_one.eq(x2["in_one"]), ari.r.spill.eq(x2["spill"]), ari.r.zero.eq(x2["zero"]),
             ari.hi.eq(x2["addr"][lbd:]), ari.off.eq(x2["addr"][:lbd]),
@@ -126,6 +145,8 @@ class DmaRead(wiring.Component):
             ari.single_len.eq((x2["low"][lnb:lbd] if lbd > lnb else 0) - start_beat),
             ar_q.w_en.eq(x2_valid), ar_q.w_data.eq(ari),
         ]
+        if self.rotate:
+            m.d.comb += [ari.r.s.eq(x2["s"]), ari.r.eh.eq(x2["eh"]), ari.r.el.eq(x2["el"])]
 
         # -- commands in flight (MR-DMR-043): a queue of R-side entries
         # MR-HW-089: left a SyncFIFOBuffered (LUT RAM): at the engine's parameters a BufferedQueue
@@ -178,7 +199,11 @@ class DmaRead(wiring.Component):
         err = Signal()
         held = Signal(width)
         pend = Signal()                             # a command's last payload beat is owed
-        pend_rec = Signal(data.StructLayout({"conn": cb, "length": 16, "err": 1, "e_m1": lnb}))
+        # MR-TX-481: the command's lane masks (from held; kept on a last beat), made from its
+        # flight entry's interval ends as it is loaded
+        cur_hm, cur_lm = Signal(nb, name="cur_hm"), Signal(nb, name="cur_lm")
+        pend_rec = Signal(data.StructLayout({"conn": cb, "length": 16, "err": 1, "e_m1": lnb,
+                                             **({"lm": nb} if self.rotate else {})}))
         out = self.m_data
         go = done_q.w_rdy
         load_ok = ~out.valid | out.ready
@@ -199,11 +224,16 @@ class DmaRead(wiring.Component):
         keep = Signal(nb)
         is_last = flush | final_r
         for j in range(nb):
-            m.d.comb += keep[j].eq(~is_last | (j <= end_lane))
+            if self.rotate:
+                # MR-TX-481: the last beat's lanes, the command's (or the owed beat's) mask
+                m.d.comb += keep[j].eq(~is_last | Mux(flush, pend_rec.lm[j], cur_lm[j]))
+            else:
+                m.d.comb += keep[j].eq(~is_last | (j <= end_lane))
         word = Signal(width)
         for j in range(nb):
             sl = slice(8 * j, 8 * j + 8)
-            from_held = flush | (cur.o < nb - j)    # j < nb - o
+            # j < nb - o; MR-TX-481: the command's mask, the same test on the rotated lanes
+            from_held = flush | (cur_hm[j] if self.rotate else (cur.o < nb - j))
             m.d.comb += word[sl].eq(Mux(keep[j], Mux(from_held, held[sl], rot[sl]), 0))
         rec = Signal(self.done)
         m.d.comb += [
@@ -227,6 +257,8 @@ class DmaRead(wiring.Component):
             with m.If(last_r & ~cur.spill):
                 m.d.sync += [pend.eq(1), pend_rec.conn.eq(cur.conn), pend_rec.length.eq(cur.length),
                              pend_rec.err.eq(err | bad), pend_rec.e_m1.eq(cur.e_m1)]
+                if self.rotate:
+                    m.d.sync += pend_rec.lm.eq(cur_lm)
         cmd_end = (take & last_r) | zero_done
         cur_need = ~cur_active | cmd_end
         m.d.comb += flight.r_en.eq(cur_need)
@@ -234,6 +266,14 @@ class DmaRead(wiring.Component):
             m.d.sync += cur_active.eq(flight.r_rdy)
             with m.If(flight.r_rdy):
                 m.d.sync += [cur.eq(flight.r_data), first.eq(1)]
+                if self.rotate:
+                    f = data.View(flight_entry, flight.r_data)
+
+                    def interval(e):
+                        # lanes [s, e) mod nb, e = s + n (1 <= n <= nb): past nb it wraps
+                        return Cat(*[Mux(e[lnb], (j >= f.s) | (j < e[:lnb]), (j >= f.s) & (j < e[:lnb]))
+                                     for j in range(nb)])
+                    m.d.sync += [cur_hm.eq(interval(f.eh)), cur_lm.eq(interval(f.el))]
         m.d.comb += [self.m_done.valid.eq(done_q.r_rdy),
                      self.m_done.payload.eq(Mux(done_q.r_rdy, done_q.r_data, 0)),
                      done_q.r_en.eq(self.m_done.ready)]

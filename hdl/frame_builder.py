@@ -1,6 +1,8 @@
 """TX frame builder: descriptor + payload beats in, Ethernet frames out (docs/spec/hw-tx-frame.md).
 
-``FrameBuilder(width)`` (64, 128, 256 or 512 bits, MR-TXF-001). Ports (MR-TXF-002):
+``FrameBuilder(width)`` (64, 128, 256 or 512 bits, MR-TXF-001; the TX's ``ipv4_only`` and
+``prerotated``, hw-tx.md MR-TX-466 and MR-TX-482: with ``prerotated`` the payload beats come
+rotated up by the header length mod the beat, and the merge has no rotator). Ports (MR-TXF-002):
 
 ============== ===== =====================================================================
 port           dir   meaning
@@ -131,13 +133,16 @@ SEQS = sorted(set(ext_seq(op) for op in range(256)), key=lambda s: (len(s), s))
 class FrameBuilder(wiring.Component):
     """The TX frame builder (docs/spec/hw-tx-frame.md)."""
 
-    def __init__(self, width=512, *, ipv4_only=False):
+    def __init__(self, width=512, *, ipv4_only=False, prerotated=False):
         if width not in (64, 128, 256, 512):
             self._MustUse__silence = True   # a rejected design is not an unused one
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
         # MR-TX-466: IPv4 frames without VLAN only (the TX's descriptors are, MR-TX-467)
         self.ipv4_only = bool(ipv4_only)
+        # MR-TX-482: payload beats rotated up by the frame's header length mod the beat (the
+        # TX's DMA rotates them, MR-TX-480): no rotator here
+        self.prerotated = bool(prerotated)
         super().__init__({
             "s_desc": In(stream.Signature(DESC_LAYOUT)),
             "s_payload": In(stream.Signature(payload_layout(width))),
@@ -422,7 +427,7 @@ class FrameBuilder(wiring.Component):
         # rot_cur lane j = payload lane (j - shift) mod NB: lanes >= shift continue the payload
         # of this beat, lanes below it end the previous beat's (rot_prev).
         rot = self.s_payload.payload.data
-        for b in range(LG):
+        for b in range(0 if self.prerotated else LG):
             step = 8 << b
             rot = Mux(shift[b], Cat(rot[W - step:], rot[:W - step]), rot)
         rot_cur = Signal(W)

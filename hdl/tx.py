@@ -57,8 +57,9 @@ from ..models import retransmit as rtx_model
 from ..models.frame_builder import DESC_LAYOUT
 from ..models.tx import check_hint_options
 from ..models.tx import (ACK_ONLY_DESC_FIELDS, ERR_DEPTH, KIND_DEPTH, MRDH_VERSION, SHARED_DESC_FIELDS,
-                         SMALL, SRC_LAYOUT, TX_CTR, TX_CTR_BASE, check_tx_options, id_depth,
-                         layouts)
+                         SMALL, SRC_LAYOUT, TX_CTR, TX_CTR_BASE, check_tx_options, header_lane,
+                         id_depth, layouts)
+from ..models.dma_read import lane_keep
 from ..models.tx_sched import GEN_BITS, STATUS_LOC_PROT_ERR
 from ..models.wire import ENTROPY_MASK, ROCE_PORT, MrdhFlag, Op
 from .cwnd import Cwnd
@@ -211,12 +212,24 @@ class TxJoin(wiring.Component):
         t_sport = t.sport.word_select(path, 16)
         steps = Array(Const((g * P.ENTROPY_STEP) & ENTROPY_MASK, 14) for g in range(1 << GEN_BITS))
         sport = Mux(fr.gen == 0, t_sport, Cat(t_sport[:14] ^ steps[fr.gen], Const(0b11, 2)))
+        # MR-TX-479: the builder's lane of the payload, a constant of the opcode (by lane value)
+        lane = Signal(self.lay.cmd.members["lane"], name="s1_lane")
+        by_lane = {}
+        for op in range(256):
+            by_lane.setdefault(header_lane(op), []).append(op)
+        with m.Switch(fr.bth_opcode):
+            for v, ops in sorted(by_lane.items(), key=lambda kv: -len(kv[1]))[1:]:
+                with m.Case(*ops):
+                    m.d.comb += lane.eq(v)
+            with m.Default():
+                m.d.comb += lane.eq(max(by_lane, key=lambda v: len(by_lane[v])))
         with m.If(take):
             m.d.sync += [self.m_cmd.valid.eq(1), self.m_desc.valid.eq(1),
                          # MR-TX-122: the payload's address
                          self.m_cmd.payload.conn.eq(fr.conn),
                          self.m_cmd.payload.addr.eq(addr),
-                         self.m_cmd.payload.length.eq(Mux(atomic, 0, fr.payload_len))]
+                         self.m_cmd.payload.length.eq(Mux(atomic, 0, fr.payload_len)),
+                         self.m_cmd.payload.lane.eq(lane)]
             d = self.m_desc.payload
             m.d.sync += [d.eq(0),
                          d.eth_dst.eq(t.eth_dst), d.eth_src.eq(t.eth_src),
@@ -263,10 +276,13 @@ class TxData(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.join = join = TxJoin(self.lay, self.outstanding)
+        # MR-TX-483: the DMA rotates each read once, to the builder's lane (MR-TX-480), and the
+        # builder takes the beats as they come (MR-TX-482)
         m.submodules.dma = dma = DmaRead(self.width, conns=self.conns,
-                                         outstanding=self.outstanding, id_width=self.id_width)
+                                         outstanding=self.outstanding, id_width=self.id_width,
+                                         rotate=True)
         # MR-TX-467: IPv4 frames without VLAN only (the join's and AckOut's descriptors)
-        m.submodules.fb = fb = FrameBuilder(self.width, ipv4_only=True)
+        m.submodules.fb = fb = FrameBuilder(self.width, ipv4_only=True, prerotated=True)
         wiring.connect(m, flipped(self.s_frame), join.s_frame)
         wiring.connect(m, flipped(self.s_cfg), join.s_cfg)
         wiring.connect(m, join.m_cmd, dma.s_cmd)
@@ -284,10 +300,22 @@ class TxData(wiring.Component):
         cas = src.payload.cas
         k = Signal(name="inline_k")
         inline = src.valid & src.payload.inline
+        # MR-TX-483: the operand beats rotated up by the atomic's lane (a constant: wiring)
+        lanes = [header_lane(int(op)) % nb for op in (Op.MR_FETCH_ADD, Op.MR_CMP_SWAP)]
+
+        def rotl(v, s):
+            w = len(v)
+            return Cat(v[w - 8 * s:], v[:w - 8 * s]) if s else v
+
+        def by_op(v):
+            return rotl(v, lanes[0]) if lanes[0] == lanes[1] else \
+                Mux(cas, rotl(v, lanes[1]), rotl(v, lanes[0]))
         if nb >= 16:
-            i_data, i_keep, i_last = ops, Mux(cas, 0xFFFF, 0xFF), Const(1, 1)
+            i_data = by_op(Cat(ops, Const(0, self.width - 128)))
+            i_keep = Mux(cas, lane_keep(0xFFFF, lanes[1], nb), lane_keep(0xFF, lanes[0], nb))
+            i_last = Const(1, 1)
         else:
-            i_data, i_keep, i_last = Mux(k, ops[64:], ops[:64]), Const(0xFF, 8), k | ~cas
+            i_data, i_keep, i_last = by_op(Mux(k, ops[64:], ops[:64])), Const(0xFF, 8), k | ~cas
         with m.If(inline):
             m.d.comb += [fp.valid.eq(1), fp.payload.data.eq(i_data), fp.payload.keep.eq(i_keep),
                          fp.payload.last.eq(i_last)]

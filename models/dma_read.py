@@ -18,17 +18,19 @@ from __future__ import annotations
 
 import collections
 
+from amaranth.lib import data
+
 from . import records
 from .dma_write import (AXI_4K, INCR, MAX_BURST, RESP_DECERR, RESP_EXOKAY, RESP_OKAY,
                         RESP_SLVERR, boundary, bursts, check_params)
-from .dma_write import place_layout as cmd_layout
+from .dma_write import place_layout
 from .frame_builder import payload_layout
 from .fifo import SyncFifoBufferedModel, SyncFifoModel
 from .rx import pack, unpack
 
 __all__ = ["AXI_4K", "MAX_BURST", "CMD_DEPTH", "R_DEPTH", "DONE_DEPTH", "OUTSTANDING",
            "INTAKE_STAGES", "check_params", "boundary", "read_bursts", "r_beats", "out_beats",
-           "rotr", "realign", "keep_mask", "cmd_layout", "done_layout", "payload_layout",
+           "rotr", "rotl", "lane_keep", "realign", "keep_mask", "cmd_layout", "LANE_BITS", "done_layout", "payload_layout",
            "DmaReadCycleModel", "dma_read_model", "RESP_OKAY", "RESP_EXOKAY", "RESP_SLVERR",
            "RESP_DECERR", "INCR", "pack", "unpack"]
 
@@ -41,6 +43,17 @@ DONE_DEPTH = 2
 #: MR-DMR-001: default commands in flight (first AR loaded, last R beat not yet taken).
 OUTSTANDING = 256
 U64 = (1 << 64) - 1
+#: MR-TX-479/480: the command's ``lane`` with ``rotate`` (mod 64: every width's nb divides it).
+LANE_BITS = 6
+
+
+def cmd_layout(conns=records.CONNS, lane=False):
+    """MR-DMR-002: ``s_cmd``, the placement DMA's record {conn, addr, length}; MR-TX-480:
+    with ``lane``, a 6-bit ``lane`` after them (the beats' rotation, ``rotate``)."""
+    lay = place_layout(conns)
+    if not lane:
+        return lay
+    return data.StructLayout({**lay.members, "lane": LANE_BITS})
 
 
 def done_layout(conns=records.CONNS):
@@ -90,6 +103,17 @@ def rotr(value, o, nb):
     return ((value >> sh) | (value << (bits - sh))) & ((1 << bits) - 1) if sh else value
 
 
+def rotl(value, s, nb):
+    """``value`` (``nb`` bytes) rotated up by ``s`` byte lanes (lane j + s takes lane j)."""
+    return rotr(value, (-s) % nb, nb)
+
+
+def lane_keep(keep, s, nb):
+    """MR-TX-480: ``keep`` (one bit a lane) rotated up by ``s`` lanes."""
+    s %= nb
+    return ((keep << s) | (keep >> (nb - s))) & ((1 << nb) - 1) if s else keep
+
+
 def realign(held, cur, o, keep, nb, flush=False):
     """MR-DMR-022: one payload beat. ``held`` is the previous R beat rotated down by ``o``,
     ``cur`` the R beat taken now (anything in a flush, which takes none). Lane j takes ``held``
@@ -112,10 +136,11 @@ OUTPUTS = ("s_cmd__ready", "m_axi__arid", "m_axi__araddr", "m_axi__arlen", "m_ax
 
 class _Cmd:
     """A command on the R side: what the RTL's in-flight entry holds."""
-    __slots__ = ("conn", "length", "o", "left", "spill", "zero", "e_m1")
+    __slots__ = ("conn", "length", "o", "left", "spill", "zero", "e_m1", "lane")
 
-    def __init__(self, conn, addr, length, nb):
+    def __init__(self, conn, addr, length, nb, lane=0):
         self.conn, self.length = conn, length
+        self.lane = lane % nb                   # MR-TX-480: the beats' rotation
         self.o = addr % nb
         self.zero = length == 0
         n_out = -(-length // nb)
@@ -134,11 +159,13 @@ class DmaReadCycleModel:
     port's value in the same cycle. Every output is a function of the state alone."""
 
     def __init__(self, width=512, conns=records.CONNS, *, max_burst=MAX_BURST,
-                 outstanding=OUTSTANDING, id_width=4, axi_id=0):
+                 outstanding=OUTSTANDING, id_width=4, axi_id=0, rotate=False):
         check_params(width, conns, max_burst, outstanding, id_width, axi_id)
         self.width, self.nb = width, width // 8
         self.max_burst, self.axi_id = max_burst, axi_id
-        self.cmd = cmd_layout(conns)
+        # MR-TX-480: each payload beat rotated up by its command's ``lane`` mod nb
+        self.rotate = bool(rotate)
+        self.cmd = cmd_layout(conns, lane=self.rotate)
         self.done = done_layout(conns)
         self.beat = payload_layout(width)
         self.size = (self.nb - 1).bit_length()
@@ -154,7 +181,7 @@ class DmaReadCycleModel:
         self.first = False                      # no R beat of it taken yet
         self.err = 0
         self.held = 0                           # the last R beat, rotated down by its o
-        self.pend = None                        # (conn, length, err, e_m1): a last beat owed
+        self.pend = None                        # (conn, length, err, e_m1, lane): a last beat owed
         self.out = (0, 0)                       # m_data register: valid, payload
         self.done_q = SyncFifoModel(DONE_DEPTH)
         self.log = []                           # done records in order, for tests
@@ -211,9 +238,10 @@ class DmaReadCycleModel:
         cmd_end = False
         next_held = self.held
         if flush:
-            conn, length, err, e_m1 = pend
+            conn, length, err, e_m1, lane = pend
             word, _ = realign(self.held, 0, 0, keep_mask(e_m1 + 1), nb, flush=True)
-            new_out = {"data": word, "keep": keep_mask(e_m1 + 1), "last": 1}
+            new_out = {"data": rotl(word, lane, nb), "keep": lane_keep(keep_mask(e_m1 + 1), lane, nb),
+                       "last": 1}
             done_push = self._done(conn, length, err)
             self.pend = None
         if take:
@@ -225,14 +253,15 @@ class DmaReadCycleModel:
             next_held = rot
             err = self.err | bad
             if emit:
-                new_out = {"data": word, "keep": keep, "last": int(final)}
+                new_out = {"data": rotl(word, cur.lane, nb), "keep": lane_keep(keep, cur.lane, nb),
+                           "last": int(final)}
             if last_r:
                 cmd_end = True
                 self.err = 0
                 if final:
                     done_push = self._done(cur.conn, cur.length, err)
                 else:
-                    self.pend = (cur.conn, cur.length, err, cur.e_m1)
+                    self.pend = (cur.conn, cur.length, err, cur.e_m1, cur.lane)
             else:
                 self.err = err
                 cur.left -= 1
@@ -276,10 +305,10 @@ class DmaReadCycleModel:
         if need:
             self.ar_cmd = None
             if self.ar_q:
-                conn, addr, length = self.ar_q[0]
+                conn, addr, length, lane = self.ar_q[0]
                 ar_pop = True
                 self.ar_cmd = read_bursts(addr, length, nb, self.max_burst)
-                self.ar_entry = _Cmd(conn, addr, length, nb)
+                self.ar_entry = _Cmd(conn, addr, length, nb, lane)
                 self.ar_first = True
 
         # queues at the clock edge
@@ -291,7 +320,7 @@ class DmaReadCycleModel:
         taken = None
         if cmd_ready and g("s_cmd__valid", 0):
             p = unpack(self.cmd, g("s_cmd__payload", 0))
-            taken = (p["conn"], p["addr"], p["length"])
+            taken = (p["conn"], p["addr"], p["length"], p.get("lane", 0))
         self.intake = [taken] + self.intake[:-1]
         if take:
             self.r_q.popleft()

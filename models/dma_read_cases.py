@@ -20,8 +20,8 @@ import random
 from dataclasses import dataclass
 
 from .dma_read import (AXI_4K, INCR, MAX_BURST, RESP_DECERR, RESP_OKAY, RESP_SLVERR,
-                       cmd_layout, done_layout, out_beats, pack, payload_layout, r_beats,
-                       read_bursts, unpack)
+                       cmd_layout, done_layout, lane_keep, out_beats, pack, payload_layout,
+                       r_beats, read_bursts, rotl, unpack)
 from .dma_write_cases import (BASE, Layout, directed_specs, place, random_specs,  # noqa: F401
                               stream_specs)
 from .driver import CounterReadout, run_alone
@@ -37,6 +37,7 @@ class Cmd:
     length: int
     bad: bool = False
     name: str = ""
+    lane: int = 0               # MR-TX-480: the beats' rotation (with ``rotate``)
 
 
 def _cmd(rng, conn, addr, length, bad, name):
@@ -59,6 +60,13 @@ def random_cases(width, n, conns=256, *, seed=0, bad_every=7):
     size, specs = random_specs(rng, width, n)
     lay = Layout(size)
     return lay, place(rng, lay, specs, conns, bad_every, make=_cmd)
+
+
+def with_lanes(cmds, seed=0):
+    """MR-TX-480: ``cmds`` each given a random ``lane`` (0..63: every width's lanes and more)."""
+    import dataclasses
+    rng = random.Random(seed ^ 0x1A7E)
+    return [dataclasses.replace(c, lane=rng.randrange(64)) for c in cmds]
 
 
 def stream_cases(width, n, length, *, offset=0, conns=256, seed=0):
@@ -158,11 +166,13 @@ class Driver(CounterReadout):
     ``cycles``."""
 
     def __init__(self, width, lay, cmds, *, conns=256, seed=0, p_idle=0.2, p_bp=0.3, p_axi=0.3,
-                 latency=LATENCY, max_burst=MAX_BURST, axi_id=0, passive=False, noise=False):
+                 latency=LATENCY, max_burst=MAX_BURST, axi_id=0, passive=False, noise=False,
+                 rotate=False):
         self.width, self.nb = width, width // 8
         self.rng = random.Random(seed)
         self.p_idle, self.p_bp = p_idle, p_bp
-        self.cmd = cmd_layout(conns)
+        self.rotate = bool(rotate)              # MR-TX-480: the commands carry their lane
+        self.cmd = cmd_layout(conns, lane=self.rotate)
         self.beat = payload_layout(width)
         self.cmds = list(cmds)
         self.mem = HostMemory(lay, width, random.Random(seed + 1), p_bp=p_axi, p_gap=p_axi,
@@ -194,7 +204,8 @@ class Driver(CounterReadout):
             c = self.cmds[self.i]
             inp["s_cmd__valid"] = 1
             inp["s_cmd__payload"] = pack(self.cmd, {"conn": c.conn, "addr": c.addr,
-                                                    "length": c.length})
+                                                    "length": c.length,
+                                                    **({"lane": c.lane} if self.rotate else {})})
         inp["m_data__ready"] = int(self.p_bp == 0 or rng.random() >= self.p_bp)
         inp["m_done__ready"] = int(self.p_bp == 0 or rng.random() >= self.p_bp)
         if not self.mem.passive:
@@ -222,16 +233,21 @@ class Driver(CounterReadout):
         return lambda: model_busy() or not self.mem.idle
 
 
-def expected_beats(mem: HostMemory, cmds, nb):
-    """MR-DMR-021: per command, the payload beats it must return (data from the image)."""
-    return [out_beats(mem.read(c.addr, c.length), nb) for c in cmds]
+def expected_beats(mem: HostMemory, cmds, nb, rotate=False):
+    """MR-DMR-021: per command, the payload beats it must return (data from the image);
+    MR-TX-480: with ``rotate``, each beat's data and keep rotated up by the command's lane."""
+    if not rotate:
+        return [out_beats(mem.read(c.addr, c.length), nb) for c in cmds]
+    return [[(rotl(d, c.lane % nb, nb), lane_keep(k, c.lane, nb), last)
+             for d, k, last in out_beats(mem.read(c.addr, c.length), nb)] for c in cmds]
 
 
-def check(width, lay, cmds, drv: Driver, *, conns=256, max_burst=MAX_BURST):
+def check(width, lay, cmds, drv: Driver, *, conns=256, max_burst=MAX_BURST, rotate=False):
     """The one checker (MR-DMR-010..013, MR-DMR-020..022, MR-DMR-030, MR-DMR-040..044): the
     bursts are the split rule's; the payload beats are each command's bytes packed from lane 0
     (``keep``, ``last``, zero lanes past the payload; data not compared for commands answered
-    with an error); one done record per command in order with its error bit, each after its
+    with an error; MR-TX-480: with ``rotate``, each beat's data and keep rotated up by its
+    command's lane); one done record per command in order with its error bit, each after its
     command's last R beat."""
     nb = width // 8
     mem, res = drv.mem, drv.res
@@ -239,7 +255,7 @@ def check(width, lay, cmds, drv: Driver, *, conns=256, max_burst=MAX_BURST):
     assert mem.bursts == want, "bursts differ from the split rule"
     got = list(res["beats"])
     pos = 0
-    for i, (c, exp) in enumerate(zip(cmds, expected_beats(mem, cmds, nb))):
+    for i, (c, exp) in enumerate(zip(cmds, expected_beats(mem, cmds, nb, rotate))):
         mine = got[pos:pos + len(exp)]
         pos += len(exp)
         if c.bad:
@@ -262,16 +278,18 @@ def check(width, lay, cmds, drv: Driver, *, conns=256, max_burst=MAX_BURST):
 
 
 def run_model(width, lay, cmds, *, conns=256, seed=0, max_burst=MAX_BURST, outstanding=256,
-              check_outputs=True, **kw):
+              check_outputs=True, rotate=False, **kw):
     """:class:`DmaReadCycleModel` alone through the :class:`Driver`; returns the driver."""
     from .dma_read import DmaReadCycleModel
-    model = DmaReadCycleModel(width, conns, max_burst=max_burst, outstanding=outstanding)
-    drv = Driver(width, lay, cmds, conns=conns, seed=seed, max_burst=max_burst, **kw)
+    model = DmaReadCycleModel(width, conns, max_burst=max_burst, outstanding=outstanding,
+                              rotate=rotate)
+    drv = Driver(width, lay, cmds, conns=conns, seed=seed, max_burst=max_burst, rotate=rotate,
+                 **kw)
     run_alone(model, drv, busy=drv.busy_with(model.busy))
     if check_outputs:
-        check(width, lay, cmds, drv, conns=conns, max_burst=max_burst)
+        check(width, lay, cmds, drv, conns=conns, max_burst=max_burst, rotate=rotate)
     return drv
 
 
-__all__ = ["Cmd", "Layout", "directed_cases", "random_cases", "stream_cases", "HostMemory",
+__all__ = ["Cmd", "Layout", "directed_cases", "random_cases", "stream_cases", "with_lanes", "HostMemory",
            "Driver", "check", "expected_beats", "run_model", "BASE", "LATENCY"]

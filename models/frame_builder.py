@@ -272,13 +272,15 @@ class _Job:
 class FrameBuilderModel:
     """Cycle model of :class:`metaroce.hdl.frame_builder.FrameBuilder` (MR-TXF-040..046)."""
 
-    def __init__(self, width=512, *, ipv4_only=False):
+    def __init__(self, width=512, *, ipv4_only=False, prerotated=False):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
         self.nb = width // 8
         # MR-TX-466: every descriptor taken as IPv4 without VLAN (its vlan_en and ipv6 as 0)
         self.ipv4_only = bool(ipv4_only)
+        # MR-TX-482: each payload beat comes rotated up by its frame's header length mod nb
+        self.prerotated = bool(prerotated)
         self.hp = [None] * HDR_STAGES          # descriptor pipeline: A ... G (None = empty)
         self.f = None                          # frame register: [job, k]
         self.m = None                          # merge register: (job, k) or None (bubble)
@@ -379,6 +381,11 @@ class FrameBuilderModel:
                 if not need or took:
                     if took:
                         beat = g("s_payload__payload", 0) & ((1 << self.width) - 1)
+                        if self.prerotated:
+                            # MR-TX-482: the beat rotated down again by H mod nb
+                            sh = 8 * (job.H % nb)
+                            beat = ((beat >> sh) | (beat << (self.width - sh))) \
+                                & ((1 << self.width) - 1)
                         job.add(beat.to_bytes(nb, "little"))
                     self.m = (job, k)
                     if k == job.nbeats - 1:

@@ -158,9 +158,12 @@ class Driver:
     """Drives ``s_desc`` and ``s_payload`` (valid held until taken, ``p_idle`` idle cycles)
     and ``m_axis.tready`` (low with probability ``p_bp``); collects ``m_axis`` frames.
     ``res``: ``frames`` (list of (bytes, [tkeep per beat], tuser seen)), ``beat_cycles``
-    (cycle of every output beat), ``desc_cycles``, ``cycles``."""
+    (cycle of every output beat), ``desc_cycles``, ``cycles``. ``lane_of`` (MR-TX-482): a
+    function of a case's descriptor giving the lanes its payload beats are rotated up by (data
+    and keep), for ``prerotated``."""
 
-    def __init__(self, width, cases, *, seed=0, p_idle=0.2, p_bp=0.3, quiet_cycles=4):
+    def __init__(self, width, cases, *, seed=0, p_idle=0.2, p_bp=0.3, quiet_cycles=4,
+                 lane_of=None):
         self.width = width
         self.nb = width // 8
         self.rng = random.Random(seed)
@@ -172,10 +175,14 @@ class Driver:
         for c in self.cases:
             p = c.payload
             n = -(-len(p) // nb)
+            s = lane_of(c.desc) % nb if lane_of else 0
             for j in range(n):
                 chunk = p[j * nb:(j + 1) * nb]
-                self.beats.append(int.from_bytes(chunk, "little")
-                                  | (((1 << len(chunk)) - 1) << width) | (int(j == n - 1) << (width + nb)))
+                d, k = int.from_bytes(chunk, "little"), (1 << len(chunk)) - 1
+                if s:
+                    d = ((d << 8 * s) | (d >> (width - 8 * s))) & ((1 << width) - 1)
+                    k = ((k << s) | (k >> (nb - s))) & ((1 << nb) - 1)
+                self.beats.append(d | (k << width) | (int(j == n - 1) << (width + nb)))
         self.i = 0
         self.j = 0
         self.desc_on = False

@@ -36,9 +36,10 @@ from . import cwnd as cwnd_model
 from . import protocol as P
 from . import retransmit as rtx_model
 from . import tx_sched as sched_model
-from .dma_read import CMD_DEPTH, INTAKE_STAGES, DmaReadCycleModel, cmd_layout, out_beats
+from .dma_read import (CMD_DEPTH, INTAKE_STAGES, LANE_BITS, DmaReadCycleModel, cmd_layout,
+                       lane_keep, out_beats, rotl)
 from .fifo import SyncFifoModel
-from .frame_builder import DESC_LAYOUT, FrameBuilderModel, payload_layout
+from .frame_builder import DESC_LAYOUT, FrameBuilderModel, header_len, payload_layout
 from .retransmit import RetransmitCycleModel
 from .rx import pack, unpack
 from .tx_sched import SMALL as SCHED_SMALL
@@ -52,7 +53,7 @@ __all__ = ["TxLayouts", "layouts", "TMPL_FIELDS", "template_of", "desc_of", "cmd
            "INPUTS", "OUTPUTS", "DATA_INPUTS", "DATA_OUTPUTS", "MRDH_VERSION", "ERR_DEPTH",
            "id_depth", "slot_of", "KIND_DEPTH", "SHARED_DESC_FIELDS", "ACK_ONLY_DESC_FIELDS", "one_builder_desc", "ACK_DESC_INPUTS", "ACK_DESC_OUTPUTS", "RD_INPUTS", "RD_OUTPUTS", "TX_CTR", "TX_CTR_BASE", "SRC_LAYOUT", "is_atomic_frame",
            "src_of", "inline_beats", "path_record", "tx_model_verdicts_small", "HINT_INPUTS",
-           "HINT_OUTPUTS", "tx_model_hints_small"]
+           "HINT_OUTPUTS", "tx_model_hints_small", "header_lane"]
 
 #: MR-TX-100: the small instance: the scheduler's SMALL (2 connections x 2 streams x 4 paths),
 #: a retransmit pool of 256 records (every path's 32 packets in flight), 16 read commands
@@ -156,15 +157,23 @@ def src_of(fr):
             "swap": fr.get("swap", 0), "compare": fr.get("compare", 0)}
 
 
+def header_lane(opcode):
+    """MR-TX-479: the read command's ``lane``: the header length of a frame of ``opcode`` as the
+    TX builds it (IPv4 without VLAN, MR-TX-467) mod 64."""
+    return header_len({"vlan_en": 0, "ipv6": 0, "bth_opcode": opcode}) % (1 << LANE_BITS)
+
+
 def inline_beats(src, width):
     """MR-TX-192: the payload beats ``{data, keep, last}`` (packed) of an inline entry ``src``:
     the operands in network order (the swap or add value, then a compare-and-swap's compare
-    value, MR-WIRE-076) laid out as the DMA lays out a payload (MR-DMR-021)."""
-    ops = sched_model.atomic_operands(sched_model.OP_CMP_SWAP if src["cas"] else
-                                      sched_model.OP_FETCH_ADD, src["swap"], src["compare"])
-    lay = payload_layout(width)
-    return [pack(lay, {"data": d, "keep": k, "last": last})
-            for d, k, last in out_beats(ops, width // 8)]
+    value, MR-WIRE-076) laid out as the DMA lays out a payload (MR-DMR-021); MR-TX-483: each
+    beat rotated up by the atomic's header lane (MR-TX-480's beats)."""
+    op = sched_model.OP_CMP_SWAP if src["cas"] else sched_model.OP_FETCH_ADD
+    ops = sched_model.atomic_operands(op, src["swap"], src["compare"])
+    lay, nb = payload_layout(width), width // 8
+    s = header_lane(int(wire.Op.MR_CMP_SWAP if src["cas"] else wire.Op.MR_FETCH_ADD)) % nb
+    return [pack(lay, {"data": rotl(d, s, nb), "keep": lane_keep(k, s, nb), "last": last})
+            for d, k, last in out_beats(ops, nb)]
 
 
 #: MR-TX-121: the template's fields besides the per-path UDP source ports (``sport``: path i
@@ -219,7 +228,7 @@ def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"]
     sl = sched_model.layouts(conns, streams, paths, depth)
     rl = rtx_model.layouts(conns, paths, pool, health=share_out, hints=hints)
     cfg = data.StructLayout({"conn": sl.conn_bits, **dict(TMPL_FIELDS), "sport": 16 * paths})
-    return TxLayouts(conns, paths, sl, rl, cfg, cmd_layout(conns),
+    return TxLayouts(conns, paths, sl, rl, cfg, cmd_layout(conns, lane=True),   # MR-TX-479
                      cwnd_model.layouts(conns, paths, verdicts=verdicts, hints=hints))
 
 
@@ -258,9 +267,11 @@ def template_of(conn, *, eth_dst, eth_src, ip_src, ip_dst, sports, ip_dscp=26, i
 def cmd_of(fr):
     """MR-TX-122: the payload read of a frame request: ``laddr + mrdh_offset`` modulo 2^64
     (MR-TXS-040: the scheduler leaves the add to the DMA side) for ``payload_len`` bytes;
-    MR-TX-191: none (length 0) for an atomic, whose payload is its operands."""
+    MR-TX-191: none (length 0) for an atomic, whose payload is its operands; MR-TX-479: the
+    builder's lane of its payload (:func:`header_lane`)."""
     return {"conn": fr["conn"], "addr": (fr["laddr"] + fr["mrdh_offset"]) & ((1 << 64) - 1),
-            "length": 0 if is_atomic_frame(fr) else fr["payload_len"]}
+            "length": 0 if is_atomic_frame(fr) else fr["payload_len"],
+            "lane": header_lane(fr["bth_opcode"])}                      # MR-TX-479
 
 
 def desc_of(fr, t, paths):
@@ -367,8 +378,9 @@ class TxDataCycleModel:
         self.width = width
         self.lay = layouts(conns, streams, paths, depth, pool)
         self.join = TxJoinModel(self.lay, outstanding)
-        self.dma = DmaReadCycleModel(width, conns, outstanding=outstanding)
-        self.fb = FrameBuilderModel(width, ipv4_only=True)         # MR-TX-467
+        # MR-TX-483: the payload rotated once, in the DMA, to the builder's lane
+        self.dma = DmaReadCycleModel(width, conns, outstanding=outstanding, rotate=True)
+        self.fb = FrameBuilderModel(width, ipv4_only=True, prerotated=True)   # MR-TX-467
         self.errq = SyncFifoModel(ERR_DEPTH)
         self.debt = 0
         self.dma_errors = 0

@@ -19,15 +19,20 @@ from metaroce.models.dma_read import DmaReadCycleModel
 from metaroce.tb.lockstep import run_amaranth, verilog_ports
 
 
-def run_lockstep(width, lay, cmds, *, conns=256, seed=0, max_burst=256, outstanding=256, **kw):
+def run_lockstep(width, lay, cmds, *, conns=256, seed=0, max_burst=256, outstanding=256,
+                 rotate=False, dut=None, **kw):
     """RTL and model on the same inputs, every output compared every cycle, then the checker
-    (MR-DMR-050); returns the driver."""
-    dut = DmaRead(width, conns=conns, max_burst=max_burst, outstanding=outstanding)
-    model = DmaReadCycleModel(width, conns, max_burst=max_burst, outstanding=outstanding)
-    drv = dc.Driver(width, lay, cmds, conns=conns, seed=seed, max_burst=max_burst, **kw)
+    (MR-DMR-050); returns the driver. ``rotate``: MR-TX-480's DMA; ``dut``: an RTL in place of
+    ``DmaRead``'s (a wrong form)."""
+    dut = dut or DmaRead(width, conns=conns, max_burst=max_burst, outstanding=outstanding,
+                         rotate=rotate)
+    model = DmaReadCycleModel(width, conns, max_burst=max_burst, outstanding=outstanding,
+                              rotate=rotate)
+    drv = dc.Driver(width, lay, cmds, conns=conns, seed=seed, max_burst=max_burst,
+                    rotate=rotate, **kw)
     core = run_amaranth(dut, model, drv, busy=drv.busy_with(model.busy))
     assert core.mismatches == 0
-    dc.check(width, lay, cmds, drv, conns=conns, max_burst=max_burst)
+    dc.check(width, lay, cmds, drv, conns=conns, max_burst=max_burst, rotate=rotate)
     return drv
 
 
@@ -67,7 +72,9 @@ def test_directed(width, max_burst):
     run_lockstep(width, lay, cmds, seed=width, max_burst=max_burst)
 
 
-@pytest.mark.parametrize("width,seed", [(64, 1), (512, 2)])
+# 512 bits in the slow set: the default run's budget (test_random_rotated[512] runs the same
+# random traffic through the rotated form there; test_directed and test_line_rate keep 512)
+@pytest.mark.parametrize("width,seed", [(64, 1), pytest.param(512, 2, marks=pytest.mark.slow)])
 def test_random(width, seed):
     """MR-DMR-010..013, MR-DMR-020..022, MR-DMR-030/031, MR-DMR-040..045: random commands, some
     answered SLVERR/DECERR (done with error 1), 4 outstanding slots so the queue fills;
@@ -75,6 +82,31 @@ def test_random(width, seed):
     lay, cmds = dc.random_cases(width, 40, seed=seed)
     run_lockstep(width, lay, cmds, seed=seed, outstanding=4, p_idle=0.3, p_bp=0.4, p_axi=0.4,
                  noise=True)
+
+
+@pytest.mark.parametrize("width,seed", [pytest.param(64, 3, marks=pytest.mark.slow), (512, 4)])
+def test_random_rotated(width, seed):
+    """MR-TX-480, MR-TX-481, MR-TX-484: ``DmaRead(rotate=True)``: random commands with random
+    lanes, some answered with errors, 4 outstanding slots, idle cycles, backpressure and random
+    R latency: 0 mismatches, every payload beat the lane-0 beat with its data and keep rotated
+    up by the command's lane (the owed last beats too)."""
+    lay, cmds = dc.random_cases(width, 30, seed=seed)
+    cmds = dc.with_lanes(cmds, seed)
+    assert len({c.lane % (width // 8) for c in cmds}) > 4
+    run_lockstep(width, lay, cmds, seed=seed, outstanding=4, p_idle=0.3, p_bp=0.4, p_axi=0.4,
+                 rotate=True)
+
+
+@pytest.mark.slow
+def test_random_rotated_wrong_form_fails():
+    """MR-TX-484: the rotated DMA with its held mask one lane long (the interval's end at
+    ``lane + nb - o + 1``) mismatches its model."""
+    from metaroce.tb.lockstep import Mismatch, wrong_form
+    mod = wrong_form("dma_read", "x2[\"eh\"].eq(s1 + (nb - o1))", "x2[\"eh\"].eq(s1 + (nb - o1) + 1)")
+    lay, cmds = dc.random_cases(64, 30, seed=3)
+    with pytest.raises(Mismatch):
+        run_lockstep(64, lay, dc.with_lanes(cmds, 3), seed=3, outstanding=4, rotate=True,
+                     dut=mod.DmaRead(64, conns=256, outstanding=4, rotate=True))
 
 
 @pytest.mark.parametrize("width,length,offset", [(512, 64, 0), (512, 64, 7), (64, 100, 3)])

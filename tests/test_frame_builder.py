@@ -487,6 +487,46 @@ def _ipv4_only_run(model_ipv4_only=True):
     return cases, core, drv.res
 
 
+def _prerotated_run(rtl_prerotated=True):
+    """MR-TX-482: the TX's builder, ``FrameBuilderModel(64, ipv4_only=True, prerotated=True)``,
+    in lockstep with the RTL (``ipv4_only``, ``prerotated`` as given) on descriptors of every
+    class (taken as IPv4 without VLAN, MR-TX-466) and opcode, each payload beat rotated up by
+    its frame's header length mod 8 as the TX's DMA rotates it (MR-TX-479/480), idle cycles and
+    backpressure."""
+    from metaroce.models.frame_builder import header_len
+    cases = [c for c in fc.endpoint_ops_cases(64) if 0 < len(c.payload) <= 200]
+    cases = [c for i, c in enumerate(cases) if i % 3 == 1]
+    assert {(c.desc["ipv6"], c.desc["vlan_en"]) for c in cases} == {(0, 0), (0, 1), (1, 0), (1, 1)}
+
+    def lane(d):
+        return header_len(dict(d, vlan_en=0, ipv6=0))
+    assert len({lane(c.desc) % 8 for c in cases}) > 1
+    drv = fc.Driver(64, cases, seed=5, p_idle=0.3, p_bp=0.4, lane_of=lane)
+    model = FrameBuilderModel(64, ipv4_only=True, prerotated=True)
+    core = run_amaranth(FrameBuilder(64, ipv4_only=True, prerotated=rtl_prerotated), model, drv,
+                        busy=model.busy)
+    return cases, core, drv.res
+
+
+def test_rtl_prerotated():
+    """MR-TX-466, MR-TX-468, MR-TX-482, MR-TX-484: the TX's builder (``ipv4_only``,
+    ``prerotated``: no payload rotator), RTL and model, on payload beats rotated up by their
+    frame's header length mod the beat: 0 mismatches, every frame the codec's bytes of its
+    descriptor with ``vlan_en`` and ``ipv6`` 0 and its payload."""
+    cases, core, res = _prerotated_run()
+    assert core.mismatches == 0
+    fc.check([fc.Case(dict(c.desc, vlan_en=0, ipv6=0), c.payload, c.name) for c in cases], res, 64)
+
+
+@pytest.mark.slow
+def test_rtl_prerotated_with_rotator_fails():
+    """MR-TX-482 (negative control): the builder that rotates (``prerotated`` False) against
+    the ``prerotated`` model on the same rotated beats mismatches."""
+    with pytest.raises(Mismatch):
+        _prerotated_run(rtl_prerotated=False)
+
+
+@pytest.mark.slow
 def test_rtl_ipv4_only():
     """MR-TX-466, MR-TX-468: with ``ipv4_only`` the RTL and the model take every descriptor as IPv4
     without VLAN: IPv6 and VLAN descriptors among IPv4 ones, 0 mismatches, and every frame the

@@ -290,7 +290,8 @@ def run_data(width, reqs, mem_layout, tmpls, *, rtl, seed=0, image=None, **kw):
 
 
 def test_data_path_lockstep_64():
-    """MR-TX-102, MR-TX-120..124, MR-TX-151, MR-TX-467 (the builder ``ipv4_only``), MR-TX-347 (the join's queues in block RAM,
+    """MR-TX-102, MR-TX-120..124, MR-TX-151, MR-TX-467 (the builder ``ipv4_only``), MR-TX-483
+    (the payload rotated once, in the DMA, MR-TX-479..482), MR-TX-347 (the join's queues in block RAM,
     MR-TX-346), MR-TX-401 (``srcq``'s head in a register, MR-TX-400): the join stage, the DMA and the frame builder on
     random frame requests (every connection and path, payloads of any length and alignment),
     idle inputs, backpressure on ``m_axis``, random AXI latency and gaps: 0 mismatches at 64
@@ -307,7 +308,8 @@ def test_data_path_lockstep_64():
 
 @pytest.mark.parametrize("width", [64, pytest.param(512, marks=pytest.mark.slow)])
 def test_data_path_atomics(width):
-    """MR-TX-191, MR-TX-192, MR-TX-194: atomic frame requests (MR_CMP_SWAP, MR_FETCH_ADD) among
+    """MR-TX-191, MR-TX-192, MR-TX-194, MR-TX-483 (the operand beats rotated to the builder's
+    lane): atomic frame requests (MR_CMP_SWAP, MR_FETCH_ADD) among
     writes and sends (some of no payload), idle inputs, backpressure and random AXI latency:
     0 mismatches; an atomic's frame carries its operands as payload (no read of the host
     memory: its read command has length 0) between the DMA's payloads, in order."""
@@ -597,6 +599,22 @@ def test_data_path_debt_register_wrong_form_fails():
     mod = wrong_form("tx", "debt_nz.eq(debt != 1)", "debt_nz.eq(debt != 0)")
     with pytest.raises(Mismatch):
         _fail_held_run(mod)
+
+
+@pytest.mark.slow
+def test_data_path_lane_wrong_form_fails():
+    """MR-TX-479, MR-TX-484 (negative control): the join stage's read command with its lane one
+    lane off (``lane + 1``: the DMA's beats a lane from the builder's) mismatches the model on
+    ``test_data_path_lockstep_64``'s traffic."""
+    from metaroce.models.dma_read_cases import Layout
+    from metaroce.tb.lockstep import Mismatch, wrong_form
+    mod = wrong_form("tx", "self.m_cmd.payload.lane.eq(lane)", "self.m_cmd.payload.lane.eq(lane + 1)")
+    model = TxDataCycleModel(64, **_DATA)
+    mem = Layout(8192)
+    reqs = xc.data_requests(model.lay, 10, mem, seed=4, max_len=500)
+    drv = xc.DataDriver(model.lay, 64, reqs, mem, xc.templates(2, 4), seed=4)
+    with pytest.raises(Mismatch):
+        run_amaranth(mod.TxData(64, **_DATA), model, drv, busy=model.busy)
 
 
 @pytest.mark.slow
