@@ -288,7 +288,7 @@ class Driver(CounterReadout):
                "s_cfg__valid": 0, "s_cfg__payload": 0, "now": self.now, "reg_addr": 0,
                "m_axis__tready": 1, "m_cqe__ready": 1, "m_error__ready": 1,
                "s_cw_setup__valid": 0, "s_cw_setup__payload": 0, "s_rsp__valid": 0,
-               "s_rsp__payload": 0, "m_rsp_done__ready": 1}
+               "s_rsp__payload": 0, "m_rsp_done__ready": 1, "s_psn__valid": 0, "s_psn__payload": 0}
         self.mem.inputs(inp, self.cycle)
         inp.update(self.cc)
         if self._phase:
