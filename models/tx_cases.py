@@ -1346,7 +1346,10 @@ class CoverageDriver(Driver):
                 else:
                     # MR-TX-459: a run sends fewer than 2^16 PSNs a path (and a path has at
                     # most 256 unresolved), so this cum resolves none
-                    x["cum"], x["sack"] = r.randrange(1 << 16, P.PSN_MOD), 0
+                    # (MR-TX-478: from the path's initial PSN)
+                    x["cum"] = P.psn_add(self.init_psns.get((conn, path), 0),
+                                         r.randrange(1 << 16, P.PSN_MOD))
+                    x["sack"] = 0
             if self.ack_delay:
                 q.append(self.cycle + self.ack_delay)
             q.append(x)
@@ -1402,7 +1405,8 @@ def window_waits(sem: TxSchedModel):
     return out
 
 
-def coverage_batches(sem: TxSchedModel, params, lay, width, shape, n, *, seed=0, wide=True):
+def coverage_batches(sem: TxSchedModel, params, lay, width, shape, n, *, seed=0, wide=True,
+                     psn_wrap=False):
     """MR-TX-417: the coverage run's batches of one traffic shape (:data:`SHAPES`) on the
     instance ``params`` (models.tx.SMALL; ``sem`` its scheduler's model, ``lay`` the engine
     model's layouts), each on a fresh engine: ``[(name, items, rsps, driver)]``.
@@ -1421,7 +1425,8 @@ def coverage_batches(sem: TxSchedModel, params, lay, width, shape, n, *, seed=0,
     :func:`late_fail_batch` keeps): :func:`coverage_traffic`'s, :func:`dead_traffic`'s and
     :func:`window_work`'s wide work, the ACKs of :class:`CoverageDriver`'s ``wide``, every
     batch on :func:`random_templates` and its clock (``now``) starting short of its wrap
-    (:func:`clock_start`)."""
+    (:func:`clock_start`). ``psn_wrap`` (MR-TX-478): every batch's paths start a few PSNs
+    below 2^24 (:func:`near_wrap`, written on ``s_psn`` first)."""
     p_idle, p_bp = SHAPES[shape]
     paths = params["paths"]
     tmpls = templates(params["conns"], paths)
@@ -1456,6 +1461,10 @@ def coverage_batches(sem: TxSchedModel, params, lay, width, shape, n, *, seed=0,
     if wide:
         for (name, _, _, drv), span in zip(out, CLOCK_SPANS):
             drv.now = clock_start(seed, name, drv.ns_per_cycle * span)
+    if psn_wrap:
+        for k, (_, _, _, drv) in enumerate(out):
+            drv.init_psns = near_wrap(params["conns"], paths, seed * 7 + k)
+            drv.psn_w, drv.rx = psn_writes(drv.init_psns), _Rx(drv.init_psns)
     return out
 
 

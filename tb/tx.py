@@ -261,9 +261,11 @@ async def tx_coverage(dut):
         counts = defaultdict(int)
         # MR-TX-457: TX_COVERAGE_WIDE=0 runs cov40's batches (the figures before cov43's)
         wide = os.environ.get("TX_COVERAGE_WIDE", "1") != "0"
+        # MR-TX-478: TX_COVERAGE_PSN=0 starts every path at PSN 0 (the figures before ipsn45's)
+        psn_wrap = wide and os.environ.get("TX_COVERAGE_PSN", "1") != "0"
         for name, items, rsps, drv in xc.coverage_batches(_sem(), SMALL, lay, width, shape, n,
                                                           seed=seed * 100 + xc.shape_index(shape),
-                                                          wide=wide):
+                                                          wide=wide, psn_wrap=psn_wrap):
             if only and name != only:
                 continue
             assert first, "one batch a simulation (TX_COVERAGE_BATCH, METAROCE_COVERAGE_SHAPES)"
