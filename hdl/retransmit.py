@@ -898,13 +898,11 @@ class Retransmit(wiring.Component):
             stale = n_zero | (cmf_neg & n_neg)                      # n <= 0
 
             def behind(psn):
-                # psn - (cum + e) < 0: as n <= 256 once not stale, its sign bit
-                return _sum_bit(psn, ~nf, psn_bits - 1, 1)
+                # psn - (cum + e) < 0: as n <= 256 once not stale, its sign bit; MR-TX-477's
+                # control: a plain unsigned compare
+                return psn < nf if self.psn_plain else _sum_bit(psn, ~nf, psn_bits - 1, 1)
             if self.psn_plain:                                      # MR-TX-477's control
                 stale = nf <= r.floor
-
-                def behind(psn):
-                    return psn < nf
             over = ~high_zero | behind(r.next_psn)                  # n > next_psn - floor
             # MR-TX-067: used only for an ACK that resolves (0 < n <= next_psn - floor), so
             # lost_upto - (cum + e) is in [-256, 255] and next_psn - (cum + e) in [0, 255]:

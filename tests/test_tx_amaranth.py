@@ -176,7 +176,7 @@ def test_endpoint_bytes_psn_wrap():
 
 
 def test_model_psn_wrap():
-    """MR-TX-475, MR-TX-476, MR-TX-470, MR-TX-473 (model; the RTL's equality is the Verilator
+    """MR-TX-475, MR-TX-476, MR-TX-470, MR-TX-473, MR-TXS-465, MR-TXS-466 (model; the RTL's equality is the Verilator
     lockstep's, MR-TX-475): every path's initial PSN 1..5 below 2^24 written on ``s_psn``, random
     traffic with 15 % loss: every work request completes, each path's PSNs run from its
     initial PSN across the wrap (the checker), frames and resends past the wrap on every path;
