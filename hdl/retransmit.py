@@ -232,11 +232,14 @@ class Retransmit(wiring.Component):
     def __init__(self, width=64, *, conns=4096, paths=8, pool=16384, rto_ns=RTO_NS,
                  retry_limit=RETRY_LIMIT, slot_log2=SLOT_LOG2, collision_garbage=None, probes=True,
                  ages=True, verdict_health=False, carry_chain=None, interval=1, forward_gap=None,
-                 hints=False):
+                 hints=False, psn_plain=False):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         check_params(conns, paths, pool, rto_ns, retry_limit, slot_log2)
         self.width = width
+        # MR-TX-477, negative control only: an ACK's staleness and bound as plain unsigned
+        # compares of the PSNs instead of modulo 2^24 (wrong across the wrap)
+        self.psn_plain = bool(psn_plain)
         self.rto_ns, self.retry_limit, self.slot_log2 = rto_ns, retry_limit, slot_log2
         self.probes = bool(probes)      # MR-TX-166: tail probes on (the TX top keeps them off)
         self.ages = bool(ages)          # MR-TX-203/204: the health and ECN ages
@@ -850,7 +853,9 @@ class Retransmit(wiring.Component):
 
         # sent (MR-TX-020, MR-TX-052)
         # next_psn - floor < 256: bit 8 of the 9-bit distance clear (MR-TX-038)
-        sent_ok = ((s1_sent.psn == row.next_psn) & ~_sum_bit(row.next_psn, ~row.floor, dist_bits - 1, 1)
+        # MR-TX-471: a row's first packet (not `based`) is recorded at any PSN
+        sent_ok = (((s1_sent.psn == row.next_psn) | ~row.based)
+                   & ~_sum_bit(row.next_psn, ~row.floor, dist_bits - 1, 1)
                    & (s1_sent.path < lay.paths))                # MR-TX-423
         record = Signal(lay.rec)
         m.d.comb += [record.slot.eq(s1_sent.slot), record.chunk.eq(s1_sent.chunk),
@@ -865,8 +870,13 @@ class Retransmit(wiring.Component):
         # MR-TX-067: the row's new fields are those of a recorded packet whatever sent_ok
         # says; sent_ok gates the write, the pool's writes and the pushes
         with m.If(is_sent):
-            m.d.comb += [nrow.next_psn.eq(row.next_psn + 1),                              # MR-TX-423
+            # MR-TX-471: the packet's PSN + 1 (the row's next PSN + 1 whenever it is recorded
+            # but as a row's first); an empty row's floor and lost_upto the packet's PSN (as
+            # they were, but for a row's first: its initial PSN)
+            m.d.comb += [nrow.next_psn.eq(s1_sent.psn + 1), nrow.based.eq(1),
                          nrow.tail.eq(free_head), nrow.t_new.eq(s1_sent.t_sent)]
+            with m.If(empty):
+                m.d.comb += [nrow.floor.eq(s1_sent.psn), nrow.lost_upto.eq(s1_sent.psn)]
             with m.If(no_live):
                 m.d.comb += [nrow.t_live.eq(s1_sent.t_sent), nrow.timer_on.eq(1),
                              nrow.listed.eq(1)]
@@ -895,8 +905,11 @@ class Retransmit(wiring.Component):
             stale = n_zero | (cmf_neg & n_neg)                      # n <= 0
 
             def behind(psn):
-                # psn - (cum + e) < 0: as n <= 256 once not stale, its sign bit
-                return _sum_bit(psn, ~nf, psn_bits - 1, 1)
+                # psn - (cum + e) < 0: as n <= 256 once not stale, its sign bit; MR-TX-477's
+                # control: a plain unsigned compare
+                return psn < nf if self.psn_plain else _sum_bit(psn, ~nf, psn_bits - 1, 1)
+            if self.psn_plain:                                      # MR-TX-477's control
+                stale = nf <= r.floor
             over = ~high_zero | behind(r.next_psn)                  # n > next_psn - floor
             # MR-TX-067: used only for an ACK that resolves (0 < n <= next_psn - floor), so
             # lost_upto - (cum + e) is in [-256, 255] and next_psn - (cum + e) in [0, 255]:

@@ -23,6 +23,8 @@ reg_addr    in    counter read (``reg_data`` out, a cycle later): the retransmit
 s_cw_setup  in    the path windows' setup writes (``Cwnd``'s ``s_setup``, MR-TX-105)
 cc_on       in    the retransmit unit's ACK events drive the windows (else dropped, MR-TX-106)
 cc_beta_q   in    beta in Q16 and the window cap (``cc_cap``): ``Cwnd``'s configuration
+s_psn       in    a path's initial PSN {conn, path, psn} (MR-CONN-107, MR-TX-469/470)
+psn_ignored out   the ``s_psn`` write of the cycle before was ignored (MR-TX-470)
 =========== ===== ======================================================================
 
 With ``pacing`` (MR-TX-232..234; off by default) the scheduler is ``PacedTxSched`` (the
@@ -397,7 +399,8 @@ class Tx(wiring.Component):
                  retry_limit=rtx_model.RETRY_LIMIT, slot_log2=rtx_model.SLOT_LOG2, rd_rows=False,
                  pacing=False, pace_ignored=False, verdicts=False, restores=True, ack_desc=False,
                  share_out=None, health_wrong=False, restore_after_ack=None, rows=False,
-                 interval=1, mem_head=False, hints=False, hint_dropped=False, **sched_kw):
+                 interval=1, mem_head=False, hints=False, hint_dropped=False, psn_plain=False,
+                 **sched_kw):
         unknown = set(sched_kw) - set(_SCHED_KW)
         if unknown:
             raise TypeError(f"unknown parameters {sorted(unknown)}")
@@ -467,7 +470,8 @@ class Tx(wiring.Component):
         self.rtx = Retransmit(width, conns=conns, paths=paths, pool=pool, rto_ns=rto_ns,
                               retry_limit=retry_limit, slot_log2=slot_log2, probes=True,
                               verdict_health=self.share_out, interval=interval,     # MR-TX-455
-                              hints=self.hints)                                     # MR-TX-491
+                              hints=self.hints,                                      # MR-TX-491
+                              psn_plain=psn_plain)      # MR-TX-477: negative control only
         # MR-TX-280: ack_desc adds s_ack_desc (the engine's ACK descriptors into the one builder)
         self.ack_desc = bool(ack_desc)
         self.data = TxData(width, conns=conns, streams=streams, paths=paths, depth=depth,
@@ -513,6 +517,9 @@ class Tx(wiring.Component):
             "now": In(records.TIME_BITS),
             "reg_addr": In(4),
             "reg_data": Out(rtx_model.COUNTER_BITS),
+            # MR-TX-469/470: the paths' initial PSNs (the register scheduler's port)
+            "s_psn": In(stream.Signature(lay.sched.psn)),
+            "psn_ignored": Out(1),
         })
 
     def elaborate(self, platform):
@@ -565,6 +572,14 @@ class Tx(wiring.Component):
                          self.m_error.payload.eq(rtx.m_error.payload),
                          rtx.m_error.ready.eq(self.m_error.ready & err_go)]
         wiring.connect(m, flipped(self.s_wr), sched.s_wr)
+        if self.rows:
+            # MR-TX-470: the row scheduler has no initial-PSN port: every write is ignored
+            ign = Signal(name="psn_ign")
+            m.d.sync += ign.eq(self.s_psn.valid)
+            m.d.comb += [self.s_psn.ready.eq(1), self.psn_ignored.eq(ign)]
+        else:
+            wiring.connect(m, flipped(self.s_psn), sched.s_psn)
+            m.d.comb += self.psn_ignored.eq(sched.psn_ignored)
         if self.rd_rows:
             wiring.connect(m, sched.m_rd, flipped(self.m_rd))
         if self.pacing:

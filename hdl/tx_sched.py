@@ -32,6 +32,10 @@ m_pace     out    with ``pacing``: a full-MTU packet's charge to the pacer {conn
 s_turn     in     with ``pacing``: the pacer's turn {conn, ok, pace_until} (MR-TXS-162)
 s_retime   in     with ``pacing``: a write the pacer takes {conn, rate, set_time, time}
                   (MR-TXS-167)
+s_psn      in     a path row's initial PSN {conn, path, psn} (MR-CONN-107; always ready;
+                  MR-TXS-465/466)
+psn_ignored out   the write of the cycle before was ignored: its connection had started
+                  (MR-TXS-466)
 ========== ====== ========================================================================
 
 One action per cycle in a fixed priority (MR-TXS-030); every decision is combinational on
@@ -277,6 +281,8 @@ class TxSched(wiring.Component):
                             "s_retime": In(stream.Signature(self.pace_lay["write"])),
                             # MR-TXS-177: the line rate, for a write's `paced` bit
                             "line_mbps": In(pacer_rate_bits)})
+        # MR-TXS-465/466: the initial-PSN port (the register scheduler's only)
+        rd_port.update({"s_psn": In(stream.Signature(lay.psn)), "psn_ignored": Out(1)})
         super().__init__({**rd_port, **sched_ports(lay)})
 
     def elaborate(self, platform):
@@ -948,6 +954,17 @@ class TxSched(wiring.Component):
         m.d.comb += [self.s_rsp.ready.eq(~wq_valid | take_wr),
                      self.s_wr.ready.eq((~wq_valid | take_wr) & ~in_rsp & ~rd_block)]
         wr_in = self.s_rsp.ready & ((self.s_wr.valid & ~rd_block) | in_rsp)
+        # MR-TXS-465/466: a connection has started once a request entered the register for it;
+        # an initial-PSN write lands on its row only before (no decision has read the row then:
+        # the connection has no work), else it is ignored and said so a cycle later
+        c_started = Signal(C, name="c_started")
+        pwr = self.s_psn.payload
+        psn_ign = Signal(name="psn_ign")
+        m.d.comb += [self.s_psn.ready.eq(1), self.psn_ignored.eq(psn_ign)]
+        m.d.sync += psn_ign.eq(self.s_psn.valid & c_started.bit_select(pwr.conn, 1))
+        with m.If(wr_in):
+            m.d.sync += c_started.bit_select(win.conn, 1).eq(1)
+        psn_write = self.s_psn.valid & ~c_started.bit_select(pwr.conn, 1)
 
         # -- scheduling (MR-TXS-023..026, MR-TXS-032): per connection, every term from registers in
         # parallel; the source (resend head or stream pick) chooses among them
@@ -1521,6 +1538,10 @@ class TxSched(wiring.Component):
                 # MR-TXS-080: the completion of the record's message
                 with m.If(comp_act & (comp_conn == c) & (p_tslot[row][:sdb] == comp_e[:sdb])):
                     m.d.sync += p_tv[row].eq(0)
+                # MR-TXS-465: the initial PSN (never in a cycle of a packet of the row's
+                # connection, which has started)
+                with m.If(psn_write & (pwr.conn == c) & (pwr.path[:pb] == p if PA > 1 else 1)):
+                    m.d.sync += p_psn[row].eq(pwr.psn)
                 with m.If(act[c] & x["pkt_path_hot"][p]):
                     m.d.sync += [p_tslot[row].eq(slot_of(x["idx"], x["qi"])), p_tv[row].eq(1)]
                     m.d.sync += [p_psn[row].eq(psn_next), p_infl[row].eq(infl_next),

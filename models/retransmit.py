@@ -178,6 +178,9 @@ def layouts(conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL, hea
         # the deadline needs no shift by backoff), each xor rto_ns so that 0 at reset is rto_ns
         "rto": records.DUR_BITS,
         "rto_x": records.TIME_BITS,
+        # MR-TX-471: the row has recorded a packet since reset (0: its PSN fields are 0 and its
+        # first sent packet's PSN, the scheduler's initial PSN, becomes its floor)
+        "based": 1,
     })
     # MR-TX-032: a walk job: resolve n records from the path's head (an ACK), report them lost
     # after skipping `skip` (a timeout), or restart the path's FIFO at `ptr`
@@ -309,7 +312,7 @@ class RetransmitModel:
     def state(self, row):
         st = self.path.get(row)
         if st is None:
-            st = self.path[row] = {"floor": 0, "next_psn": 0, "lost_upto": 0, "t_live": 0,
+            st = self.path[row] = {"floor": 0, "next_psn": 0, "lost_upto": 0, "based": 0, "t_live": 0,
                                    "t_new": 0, "timer_on": 0, "backoff": 0, "consec": 0, "recs": deque(),
                                    "probed": 0, "t_ack": 0,
                                    "rto": self.rto_ns, "rto_x": self.rto_ns, "est": None}
@@ -366,9 +369,9 @@ class RetransmitModel:
 
     def sent_ok(self, s, row):
         """MR-TX-020: a sent packet is recorded when its PSN is the path's next PSN and the path's
-        window has room (MR-SEQ-006)."""
+        window has room (MR-SEQ-006); MR-TX-471: a row's first (any PSN)."""
         st = self.state(row)
-        return (s["psn"] == st["next_psn"] and s["path"] < self.lay.paths
+        return ((s["psn"] == st["next_psn"] or not st["based"]) and s["path"] < self.lay.paths
                 and P.send_window_open(st["floor"], st["next_psn"]))
 
     def sent(self, s):
@@ -383,10 +386,14 @@ class RetransmitModel:
             self._count("sent_bad")
             return False
         st = self.state(row)
+        if st["floor"] == st["next_psn"]:
+            # MR-TX-471: an empty row's floor is the packet's PSN (its next PSN when based)
+            st.update(floor=s["psn"], lost_upto=s["psn"])
         if st["lost_upto"] == st["next_psn"]:
             st.update(t_live=s["t_sent"], timer_on=1)
         st["t_new"] = s["t_sent"]
-        st["next_psn"] = P.psn_add(st["next_psn"], 1)
+        st["next_psn"] = P.psn_add(s["psn"], 1)
+        st["based"] = 1
         st["recs"].append({**{k: s[k] for k in ("slot", "chunk", "t_sent", "nbytes", "req", "abort")},
                            "lap": s.get("lap", 0)})
         self.used += 1
@@ -985,7 +992,8 @@ class RetransmitCycleModel:
 
         if kind == "sent":
             self.events.append(("sent", f))
-            ok = (f["psn"] == row["next_psn"] and f["path"] < lay.paths
+            # MR-TX-471: a row's first packet is recorded at any PSN (the initial PSN)
+            ok = ((f["psn"] == row["next_psn"] or not row["based"]) and f["path"] < lay.paths
                   and P.send_window_open(row["floor"], row["next_psn"]))
             if not ok:
                 self._count("sent_bad")
@@ -998,7 +1006,10 @@ class RetransmitCycleModel:
                 job = {"kind": JOB_RESTART, "row": row_i, "ptr": ptr}
             else:
                 self.link[row["tail"]] = ptr
-            new.update(next_psn=P.psn_add(row["next_psn"], 1), tail=ptr, t_new=f["t_sent"])
+            new.update(next_psn=P.psn_add(f["psn"], 1), tail=ptr, t_new=f["t_sent"], based=1)
+            if row["floor"] == row["next_psn"]:
+                # MR-TX-471: an empty row's floor and lost_upto move to the packet's PSN
+                new.update(floor=f["psn"], lost_upto=f["psn"])
             if row["lost_upto"] == row["next_psn"]:
                 new["t_live"] = f["t_sent"]
                 arm()

@@ -38,7 +38,7 @@ def wait_item(ns):
 
 
 def traffic(conns, paths, pool, n, *, seed=0, loss=0.1, p_ack=0.35, n_paths=6, bad=True,
-            black_hole=0, rto_ns=RTO_NS, ack_loss=0.0, shared=0):
+            black_hole=0, rto_ns=RTO_NS, ack_loss=0.0, shared=0, psn0=0):
     """``n`` sent packets over ``n_paths`` (connection, path) pairs and the ACKs of a receiver
     that loses each packet with probability ``loss`` (``protocol.rx_accept``); with ``bad``
     also stale ACKs (held back and released later), ACKs covering PSNs never sent, NAKs,
@@ -46,7 +46,8 @@ def traffic(conns, paths, pool, n, *, seed=0, loss=0.1, p_ack=0.35, n_paths=6, b
     probability that an ACK the receiver sends is lost (the next one repairs it); ``shared``
     > 0 draws the pairs from that many connections, so that several paths of a connection
     carry traffic and a timer that expires while another path is healthy sends a tail probe
-    (the black hole's path is then on one of them, its first expiry a probe)."""
+    (the black hole's path is then on one of them, its first expiry a probe). MR-TX-471/476:
+    ``psn0``, every path's first PSN (its initial PSN: the unit takes a row's first packet's)."""
     rng = random.Random(seed)
     sem = RetransmitModel(conns, paths, pool)
     if shared:
@@ -54,7 +55,7 @@ def traffic(conns, paths, pool, n, *, seed=0, loss=0.1, p_ack=0.35, n_paths=6, b
         pairs = sorted({(rng.choice(cs), rng.randrange(paths)) for _ in range(n_paths)})
     else:
         pairs = sorted({(rng.randrange(conns), rng.randrange(paths)) for _ in range(n_paths)})
-    rx = {pr: [0, 0] for pr in pairs}                    # receiver: cum, sack (MR-TX-012: PSN 0)
+    rx = {pr: [psn0, 0] for pr in pairs}                 # receiver: cum, sack (MR-TX-471: psn0)
     # MR-TX-064: a path whose every packet is lost: one packet, then a wait past its deadline,
     # ``black_hole`` times (the backoff doubles each time)
     holes = []
@@ -64,7 +65,7 @@ def traffic(conns, paths, pool, n, *, seed=0, loss=0.1, p_ack=0.35, n_paths=6, b
             if pr not in pairs:
                 holes.append(pr)
     hole_at = sorted(rng.sample(range(n), min(black_hole, n)))
-    hole_psn = 0
+    hole_psn = psn0
     held = []
     items = []
     t = rng.randrange(1 << 32)
@@ -83,11 +84,11 @@ def traffic(conns, paths, pool, n, *, seed=0, loss=0.1, p_ack=0.35, n_paths=6, b
 
     while sent < n:
         if hole_at and sent >= hole_at[0]:
-            k = hole_psn
+            k = P.psn_add(hole_psn, -psn0)
             hole_at.pop(0)
             items.append(sent_item(holes[0][0], holes[0][1], hole_psn, slot=7, chunk=k, t=t))
             sem.sent(items[-1][1])
-            hole_psn += 1
+            hole_psn = P.psn_add(hole_psn, 1)
             # long enough for the timer at its backoff, plus a slot and the wheel's lag
             # (the first expiry may be a tail probe, MR-TX-162: the timeout one RTO later)
             items.append(wait_item((rto_ns << min(k, BACKOFF_MAX_LOG2)) * (2 if shared and not k else 1)
@@ -96,7 +97,7 @@ def traffic(conns, paths, pool, n, *, seed=0, loss=0.1, p_ack=0.35, n_paths=6, b
         st = sem.state(sem.row(*pr))
         t += rng.randrange(1, 50)
         r = rng.random()
-        if bad and r < 0.02:
+        if bad and r < 0.02 and st["based"]:
             items.append(sent_item(pr[0], pr[1], P.psn_add(st["next_psn"], rng.choice([1, -1, 7])),
                                    t=t))                 # a scheduler bug: refused
             sem.sent(items[-1][1])
@@ -121,7 +122,7 @@ def traffic(conns, paths, pool, n, *, seed=0, loss=0.1, p_ack=0.35, n_paths=6, b
         if sem.used >= pool or not P.send_window_open(st["floor"], st["next_psn"]):
             emit_ack(pr)                                 # the receiver reports; the floor moves
             continue
-        psn = st["next_psn"]
+        psn = st["next_psn"] if st["based"] else psn0     # MR-TX-471: a row's first
         it = sent_item(pr[0], pr[1], psn, slot=rng.randrange(8), chunk=rng.randrange(1 << 20),
                        nbytes=rng.randrange(1 << 13), req=rng.randrange(2),
                        abort=int(rng.random() < 0.02), t=t,

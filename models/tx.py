@@ -197,12 +197,15 @@ INPUTS = (("s_wr__payload", "s_wr__valid", "s_ack__payload", "s_ack__valid", "s_
           # MR-TX-105: the congestion windows' setup writes and configuration
           + ("s_cw_setup__payload", "s_cw_setup__valid", "cc_on", "cc_beta_q", "cc_cap")
           # MR-TX-171: READ responses in, their records out (the scheduler's)
-          + ("s_rsp__payload", "s_rsp__valid", "m_rsp_done__ready"))
+          + ("s_rsp__payload", "s_rsp__valid", "m_rsp_done__ready")
+          # MR-TX-469: the paths' initial PSNs
+          + ("s_psn__payload", "s_psn__valid"))
 OUTPUTS = (("s_wr__ready", "s_ack__ready", "s_cfg__ready", "s_cw_setup__ready")
            + tuple("m_axis__" + n for n in AXIS_OUT)
            + ("m_cqe__payload", "m_cqe__valid", "m_error__payload", "m_error__valid", "reg_data")
            + tuple("m_axi__" + n for n in AXI_OUT)
-           + ("s_rsp__ready", "m_rsp_done__payload", "m_rsp_done__valid"))
+           + ("s_rsp__ready", "m_rsp_done__payload", "m_rsp_done__valid")
+           + ("s_psn__ready", "psn_ignored"))
 
 
 @dataclass(frozen=True)
@@ -630,6 +633,7 @@ class TxCycleModel:
         self.counts_late = []
         self.reg_own = 0
         self.reg_addr_late = 0
+        self.psn_ign = 0                # MR-TX-470: with the rows, the write of the cycle before
 
     def port_names(self=None):
         """MR-TX-103, MR-TX-233: INPUTS and OUTPUTS, and the pacer's ports when paced, ``m_rd``
@@ -777,7 +781,8 @@ class TxCycleModel:
                          "m_restore__ready": int((path_ready and not hold)
                                                  or not self.join_restores),
                          **{n: g(n, 0) for n in ("s_rsp__payload", "s_rsp__valid",
-                                                 "m_rsp_done__ready", "m_rd__ready")}})
+                                                 "m_rsp_done__ready", "m_rd__ready",
+                                                 "s_psn__payload", "s_psn__valid")}})
         assert so["s_resend__ready"] == resend_ready and so["s_acked__ready"] == acked_ready
         assert so["s_probe__ready"] == probe_ready and so["s_cwnd__ready"] == cwnd_ready
         assert so["s_fail__ready"] == fail_ready == so["s_error__ready"]
@@ -793,6 +798,12 @@ class TxCycleModel:
                "m_error__valid": int(ro["m_error__valid"] and err_go),
                "reg_data": self.reg_own if self.reg_addr_late >= TX_CTR_BASE else ro["reg_data"],
                **{n: so[n] for n in ("s_rsp__ready", "m_rsp_done__payload", "m_rsp_done__valid")}}
+        # MR-TX-469/470: the register scheduler's port; the rows ignore every write
+        if rows:
+            out.update({"s_psn__ready": 1, "psn_ignored": self.psn_ign})
+            self.psn_ign = int(bool(g("s_psn__valid", 0)))
+        else:
+            out.update({n: so[n] for n in ("s_psn__ready", "psn_ignored")})
         if self.rd_rows:
             out.update({n: so[n] for n in ("m_rd__payload", "m_rd__valid")})
         if self.pacing:

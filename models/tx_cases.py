@@ -165,6 +165,30 @@ def _template_taken(drv, out):
         drv.ci += 1
 
 
+class _Rx(dict):
+    """(conn, path) -> the receiver's [cum, sack], a path's first at its initial PSN (MR-TX-475)."""
+
+    def __init__(self, init):
+        super().__init__()
+        self.init = init
+
+    def __missing__(self, key):
+        v = self[key] = [self.init.get(key, 0), 0]
+        return v
+
+
+def psn_writes(init_psns):
+    """MR-TX-469: the ``s_psn`` writes of ``{(conn, path): initial PSN}``."""
+    return [{"conn": c, "path": p, "psn": v} for (c, p), v in sorted(init_psns.items())]
+
+
+def near_wrap(conns, paths, seed, below=(1, 6)):
+    """MR-TX-475: every path's initial PSN a few packets below 2^24 (``below``: how many, drawn
+    per path), so that a run crosses the wrap on each."""
+    rng = random.Random(seed ^ 0x1B5)
+    return {(c, p): P.PSN_MOD - rng.randrange(*below) for c in range(conns) for p in range(paths)}
+
+
 class Driver(CounterReadout):
     """Sources for ``s_cfg``, ``s_wr`` and ``s_ack``, sinks for ``m_axis``, ``m_cqe`` and
     ``m_error``, the host memory and the lossy receiver, all from one seed (module docstring)."""
@@ -178,8 +202,15 @@ class Driver(CounterReadout):
     def __init__(self, lay, width, items, mem_layout, tmpls, *, seed=0, p_idle=0.2, p_bp=0.3,
                  loss=0.1, p_ack=0.3, p_axi=0.3, latency=(1, 40), ns_per_cycle=4, image=None,
                  acks=True, expect_frames=None, dead=(), counters=False, cw_setups=(), cc=None,
-                 ce_paths=(), ack_delay=0, rsps=(), down=None):
+                 ce_paths=(), ack_delay=0, rsps=(), down=None, init_psns=None, late_psn=False):
         self.lay, self.nb = lay, width // 8
+        # MR-TX-469/475: {(conn, path): initial PSN}, written on s_psn before anything else
+        # (the receiver's paths start there too)
+        self.init_psns = dict(init_psns or {})
+        self.psn_w, self.psn_i = psn_writes(self.init_psns), 0
+        # MR-TX-470/476: with ``late_psn``, after the first frame one more write per connection
+        # (path 0, PSN 0x5A5A5A): each is ignored (its connection has started)
+        self.late_psn = late_psn
         # MR-TX-171: READ responses on s_rsp and m_rsp_done's backpressure, from a generator
         # of their own (the other draws are those of a run without responses)
         self.rsps, self.rsp_i, self.rsp_offer = list(rsps), 0, None
@@ -217,7 +248,7 @@ class Driver(CounterReadout):
         # MR-TX-107: each ACK offered ``ack_delay`` cycles after its frame (a path's packets
         # in flight then follow its window)
         self.ack_delay, self.ack_later = ack_delay, deque()
-        self.rx = defaultdict(lambda: [0, 0])          # (conn, path) -> receiver cum, sack
+        self.rx = _Rx(self.init_psns)                  # (conn, path) -> receiver cum, sack
         self.ack_q = deque()
         self.beats = []
         self.silent = 0
@@ -257,12 +288,18 @@ class Driver(CounterReadout):
                "s_cfg__valid": 0, "s_cfg__payload": 0, "now": self.now, "reg_addr": 0,
                "m_axis__tready": 1, "m_cqe__ready": 1, "m_error__ready": 1,
                "s_cw_setup__valid": 0, "s_cw_setup__payload": 0, "s_rsp__valid": 0,
-               "s_rsp__payload": 0, "m_rsp_done__ready": 1}
+               "s_rsp__payload": 0, "m_rsp_done__ready": 1, "s_psn__valid": 0, "s_psn__payload": 0}
         self.mem.inputs(inp, self.cycle)
         inp.update(self.cc)
         if self._phase:
             inp["reg_addr"] = self._readout_addr()
             return inp
+        if self.psn_i < len(self.psn_w):
+            # MR-TX-469: the initial PSNs first (s_psn is always ready)
+            inp["s_psn__valid"] = 1
+            inp["s_psn__payload"] = pack(self.lay.sched.psn, self.psn_w[self.psn_i])
+            if not self.late_psn or not self.res["frames"]:
+                return inp
         if self.cw_i < len(self.cw_setups):
             inp["s_cw_setup__valid"] = 1
             inp["s_cw_setup__payload"] = pack(self.lay.cw.setup, self.cw_setups[self.cw_i])
@@ -322,6 +359,14 @@ class Driver(CounterReadout):
         if self._readout_observe(out):
             return
         res = self.res
+        if inp.get("s_psn__valid"):
+            assert out["s_psn__ready"] == 1, "MR-TX-469: s_psn is always ready"
+            self.psn_i += 1
+        # MR-TX-470: the writes ignored (a cycle after each)
+        res["psn_ignored"] = res.get("psn_ignored", 0) + int(bool(out.get("psn_ignored")))
+        if self.late_psn and res["frames"] and self.psn_i == len(self.psn_w):
+            self.psn_w += [{"conn": c, "path": 0, "psn": 0x5A5A5A} for c in range(self.lay.conns)]
+            self.late_psn = False
         if self.cw_i < len(self.cw_setups):
             self.cw_i += int(bool(inp.get("s_cw_setup__valid") and out["s_cw_setup__ready"]))
         _template_taken(self, out)
@@ -377,6 +422,18 @@ class Driver(CounterReadout):
                 f"{len(self.res['frames'])} frames)")
 
 
+def wrap_summary(drv):
+    """MR-TX-475: a run's frames past the 24-bit wrap (PSN below 2^10 on a path that started
+    near 2^24), those with RETX among them, the paths that crossed, the ignored writes."""
+    past = [f for f in drv.res["frames"] if f.mrdh is not None and f.bth.psn < 1024]
+    starts = drv.init_psns
+    crossed = {(drv.qp_conn[f.bth.dest_qp], f.mrdh.path) for f in past}
+    return {"wrap_frames": len(past),
+            "wrap_resends": sum(1 for f in past if f.mrdh.flags & MrdhFlag.RETX),
+            "wrap_paths": len({k for k in crossed if starts.get(k, 0) >= P.PSN_MOD - 1024}),
+            "psn_ignored": drv.res.get("psn_ignored", 0)}
+
+
 def frames_of_beats(beats, nb):
     """The frames' bytes from ``(tdata, tkeep)`` beats (MR-TXF-044: ``tkeep`` a run from lane 0)."""
     out, cur = [], bytearray()
@@ -429,7 +486,9 @@ def check(sem: TxSchedModel, items, drv, rsps=()):
     msg_of = {(k[0], k[1], n): by_id[wid] for k, ids in posted.items() for n, wid in enumerate(ids)}
     rseq = recv_seqs(items, sem)
     tm = {t["dest_qp"]: t for t in drv.tmpls}
-    next_psn = defaultdict(int)
+    # MR-TX-475: each path's PSNs from its initial PSN (0 unless written), modulo 2^24
+    init = getattr(drv, "init_psns", {})
+    next_psn = {}
     first = {}                          # (conn, path) -> its newest frame (a probe's packet)
     probes = 0
     chunks = defaultdict(set)
@@ -457,7 +516,7 @@ def check(sem: TxSchedModel, items, drv, rsps=()):
         gen_seen[(conn, path)] = gens[f.udp.sport]
         assert f.bth.pkey == t["pkey"]
         assert (f.ip.dscp, f.ip.ecn, f.ip.ttl) == (t["ip_dscp"], t["ip_ecn"], t["ip_ttl"])
-        if f.bth.psn != next_psn[(conn, path)]:
+        if f.bth.psn != next_psn.get((conn, path), init.get((conn, path), 0)):
             # MR-TX-179, MR-TXS-080: a tail probe re-sends its path's newest packet as it was,
             # with AckReq and RETX set (no new PSN)
             f0, bad0 = first[(conn, path)]
@@ -1287,7 +1346,10 @@ class CoverageDriver(Driver):
                 else:
                     # MR-TX-459: a run sends fewer than 2^16 PSNs a path (and a path has at
                     # most 256 unresolved), so this cum resolves none
-                    x["cum"], x["sack"] = r.randrange(1 << 16, P.PSN_MOD), 0
+                    # (MR-TX-478: from the path's initial PSN)
+                    x["cum"] = P.psn_add(self.init_psns.get((conn, path), 0),
+                                         r.randrange(1 << 16, P.PSN_MOD))
+                    x["sack"] = 0
             if self.ack_delay:
                 q.append(self.cycle + self.ack_delay)
             q.append(x)
@@ -1343,7 +1405,8 @@ def window_waits(sem: TxSchedModel):
     return out
 
 
-def coverage_batches(sem: TxSchedModel, params, lay, width, shape, n, *, seed=0, wide=True):
+def coverage_batches(sem: TxSchedModel, params, lay, width, shape, n, *, seed=0, wide=True,
+                     psn_wrap=False):
     """MR-TX-417: the coverage run's batches of one traffic shape (:data:`SHAPES`) on the
     instance ``params`` (models.tx.SMALL; ``sem`` its scheduler's model, ``lay`` the engine
     model's layouts), each on a fresh engine: ``[(name, items, rsps, driver)]``.
@@ -1362,7 +1425,8 @@ def coverage_batches(sem: TxSchedModel, params, lay, width, shape, n, *, seed=0,
     :func:`late_fail_batch` keeps): :func:`coverage_traffic`'s, :func:`dead_traffic`'s and
     :func:`window_work`'s wide work, the ACKs of :class:`CoverageDriver`'s ``wide``, every
     batch on :func:`random_templates` and its clock (``now``) starting short of its wrap
-    (:func:`clock_start`)."""
+    (:func:`clock_start`). ``psn_wrap`` (MR-TX-478): every batch's paths start a few PSNs
+    below 2^24 (:func:`near_wrap`, written on ``s_psn`` first)."""
     p_idle, p_bp = SHAPES[shape]
     paths = params["paths"]
     tmpls = templates(params["conns"], paths)
@@ -1397,6 +1461,10 @@ def coverage_batches(sem: TxSchedModel, params, lay, width, shape, n, *, seed=0,
     if wide:
         for (name, _, _, drv), span in zip(out, CLOCK_SPANS):
             drv.now = clock_start(seed, name, drv.ns_per_cycle * span)
+    if psn_wrap:
+        for k, (_, _, _, drv) in enumerate(out):
+            drv.init_psns = near_wrap(params["conns"], paths, seed * 7 + k)
+            drv.psn_w, drv.rx = psn_writes(drv.init_psns), _Rx(drv.init_psns)
     return out
 
 

@@ -227,6 +227,7 @@ class Layouts:
     probe: data.StructLayout
     rd: data.StructLayout
     acked: data.StructLayout    # MR-TXS-445: s_acked's, ``report`` and ``late``
+    psn: data.StructLayout      # MR-TXS-465: an initial-PSN write {conn, path, psn}
 
 
 def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"],
@@ -277,8 +278,10 @@ def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"]
     rd = data.StructLayout({"conn": cb, "stream": _STREAM_FIELD, "msg": 32, "laddr": 64,
                             "length": 32, "wr_id": 16})
     # MR-TXS-079: a tail probe, the retransmit unit's m_probe {conn, path, psn}
+    # MR-TXS-465: a path row's initial PSN (MR-CONN-107), the widths of ``s_cwnd``'s fields
+    psn = data.StructLayout({"conn": cb, "path": (paths - 1).bit_length(), "psn": 24})
     return Layouts(conns, streams, paths, depth, cb, wr, cqe, frame, rl.sent, rl.resend, fail,
-                   rl.error, cwnd, rsp, rsp_done, rl.probe, rd, rl.acked)
+                   rl.error, cwnd, rsp, rsp_done, rl.probe, rd, rl.acked, psn)
 
 
 def restore_layout(conns=SMALL["conns"], paths=SMALL["paths"]):
@@ -847,6 +850,9 @@ OUTPUTS = ("s_wr__ready", "s_acked__ready", "s_resend__ready", "m_frame__payload
            "m_frame__valid", "m_sent__payload", "m_sent__valid", "m_cqe__payload", "m_cqe__valid",
            "s_fail__ready", "s_error__ready", "s_cwnd__ready", "s_rsp__ready",
            "m_rsp_done__payload", "m_rsp_done__valid", "s_probe__ready")
+#: MR-TXS-465: the initial-PSN port's names (the register scheduler's, not the rows')
+PSN_INPUTS = ["s_psn__payload", "s_psn__valid"]
+PSN_OUTPUTS = ["s_psn__ready", "psn_ignored"]
 #: MR-TXS-183: the restore port's names (``restores``)
 RESTORE_INPUTS = ["m_restore__ready"]
 RESTORE_OUTPUTS = ["m_restore__payload", "m_restore__valid"]
@@ -915,8 +921,9 @@ class TxSchedCycleModel:
         # MR-TXS-106: with rd_rows, a READ is queued only with m_rd.ready (the engine's row)
         self.rd_rows = bool(rd_rows)
         if self.rd_rows:
-            self.port_names = lambda: {"inputs": [*INPUTS, "m_rd__ready"],
-                                       "outputs": [*OUTPUTS, "m_rd__payload", "m_rd__valid"]}
+            self.port_names = lambda: {"inputs": [*INPUTS, *PSN_INPUTS, "m_rd__ready"],
+                                       "outputs": [*OUTPUTS, *PSN_OUTPUTS, "m_rd__payload",
+                                                   "m_rd__valid"]}
         self.sem = TxSchedModel(conns, streams, paths, depth, last_active_kept=last_active_kept,
                                 **kw)
         self.lay = self.sem.lay
@@ -957,11 +964,15 @@ class TxSchedCycleModel:
         self.pb = None                  # MR-TXS-086: the tail probe in its boundary register
         self.pd = None                  # MR-TXS-086: its decision, made last cycle: (frame or None,)
         self.lq = None                  # MR-TXS-244: the refill decided last cycle (conn, slot, chunk)
+        # MR-TXS-465/466: per connection, a work request or READ response entered the register
+        # since reset (its paths' initial PSNs are then fixed); an ignored write, registered
+        self.started = [0] * conns
+        self.psn_ign = 0
         self.events = []
 
     @staticmethod
     def port_names():
-        return {"inputs": list(INPUTS), "outputs": list(OUTPUTS)}
+        return {"inputs": [*INPUTS, *PSN_INPUTS], "outputs": [*OUTPUTS, *PSN_OUTPUTS]}
 
     def busy(self):
         sem = self.sem
@@ -1172,10 +1183,22 @@ class TxSchedCycleModel:
         # MR-TXS-107: a READ whose row is not free waits at the port
         rd_valid = int(bool(rd is not None and wr_ready and not rsp_valid and g("s_wr__valid", 0)))
         port_ready = int(wr_ready and not rsp_valid and (rd is None or rd_ready))
+        # MR-TXS-465/466: an initial-PSN write sets its path row's next PSN when its
+        # connection has started nothing (the register at the cycle's start), else is ignored
+        ign = 0
+        if g("s_psn__valid", 0):
+            pw = unpack(lay.psn, g("s_psn__payload", 0))
+            if self.started[pw["conn"]]:
+                ign = 1
+            else:
+                sem.path[pw["conn"] * sem.paths + pw["path"]]["next_psn"] = pw["psn"]
+        psn_ign, self.psn_ign = self.psn_ign, ign
         if wr_ready and rsp_valid:
             self.wq = rsp_item(unpack(lay.rsp, g("s_rsp__payload", 0)), sem.streams)
         elif port_ready and g("s_wr__valid", 0):
             self.wq = unpack(lay.wr, g("s_wr__payload", 0))
+        if self.wq is not None and self.wq is not wr:
+            self.started[self.wq["conn"]] = 1
         # MR-TXS-086: the probe decided last cycle goes before the scheduling step; the port
         # loads the boundary register when it empties; the probe held is decided again on this
         # cycle's state for the next
@@ -1213,6 +1236,7 @@ class TxSchedCycleModel:
         cq_pay, cq_valid, done_pay, done_valid, cq_rsp = cqe_outputs(lay, self.cqe_q.head,
                                                                      self.cqe_q.level)
         out = {"s_wr__ready": port_ready, "s_rsp__ready": wr_ready,
+               "s_psn__ready": 1, "psn_ignored": psn_ign,
                "m_rsp_done__payload": done_pay, "m_rsp_done__valid": done_valid,
                "s_acked__ready": 1, "s_resend__ready": resend_ready,
                "s_fail__ready": 1, "s_error__ready": 1, "s_cwnd__ready": 1,

@@ -714,9 +714,11 @@ def check_probes(res):
 # ------------------------------------------------------------------ the reference endpoint
 
 def _endpoint_pair(paths, streams, *, first_window=0, init_window_bdp=1.0, max_window_bdp=4.0,
-                   chunk_window=16, conn_id=1):
+                   chunk_window=16, conn_id=1, initial_psn=0):
     from .endpoint import Endpoint
+    # MR-CONN-107, MR-TX-475: ``initial_psn``, every path's first PSN, both directions
     kw = {"mtu": 1024, "line_rate_bps": 100e9, "base_rtt": 4e-6, "first_window": first_window,
+          "initial_psn": initial_psn,
           "chunk_window": chunk_window, "init_window_bdp": init_window_bdp,
           "max_window_bdp": max_window_bdp,
           "announce": False}        # the TX engine sends no announcement (hw-engine.md section 6)

@@ -14,6 +14,8 @@ MR-TX-171), then the checker. The instance is the small one
 block ``tx_interval`` (MR-TX-456). Results to
 ``TX_OUT`` (JSON) if set.
 
+``TX_INIT_PSN=wrap``: every path's initial PSN a few packets below 2^24 (MR-TX-475).
+
 ``tx_coverage`` (only with ``METAROCE_COVERAGE_OUT``): ``metaroce coverage tx`` (MR-TX-416).
 
 ``tx_bench``: the same engine without idle cycles or backpressure, one connection's work
@@ -74,8 +76,13 @@ async def tx_lockstep(dut):
     # MR-TX-171: READ responses on s_rsp among the work requests
     rsps = xc.responses(sem, int(os.environ.get("TX_RSPS", "10")), lay, seed=seed,
                         max_len=int(os.environ.get("TX_MAXLEN", "2500")))
+    # MR-TX-475: TX_INIT_PSN=wrap, every path's initial PSN a few packets below 2^24 (written
+    # on s_psn first), and one write per connection after the first frame (ignored, MR-TX-470)
+    wrap = os.environ.get("TX_INIT_PSN", "") == "wrap"
+    init = xc.near_wrap(SMALL["conns"], SMALL["paths"], seed) if wrap else None
     drv = xc.Driver(model.lay, width, items, lay, xc.templates(SMALL["conns"], SMALL["paths"]),
-                    seed=seed, p_idle=0.2, p_bp=0.3, loss=0.15, rsps=rsps)
+                    seed=seed, p_idle=0.2, p_bp=0.3, loss=0.15, rsps=rsps, init_psns=init,
+                    late_psn=wrap)
     t0 = time.perf_counter()
     n = await drive(h, drv, busy=model.busy)
     wall = time.perf_counter() - t0
@@ -93,6 +100,9 @@ async def tx_lockstep(dut):
                        "atomic_frames": sum(1 for f, _ in drv.res["emitted"]
                                             if f.bth.opcode in (0xC8, 0xC9)),
                        "probes": summary["probes"],                 # MR-TX-179
+                       # MR-TX-475: frames past the wrap (PSN below 2^10 after a start near
+                       # 2^24), their resends, the ignored writes (MR-TX-470)
+                       **(xc.wrap_summary(drv) if wrap else {}),
                        "lockstep_cycles_per_s": round(n / wall) if wall else None,
                        "mismatches": h.mismatches}, f)
 
@@ -311,9 +321,11 @@ async def tx_coverage(dut):
         counts = defaultdict(int)
         # MR-TX-457: TX_COVERAGE_WIDE=0 runs cov40's batches (the figures before cov43's)
         wide = os.environ.get("TX_COVERAGE_WIDE", "1") != "0"
+        # MR-TX-478: TX_COVERAGE_PSN=0 starts every path at PSN 0 (the figures before ipsn45's)
+        psn_wrap = wide and os.environ.get("TX_COVERAGE_PSN", "1") != "0"
         for name, items, rsps, drv in xc.coverage_batches(_sem(), SMALL, lay, width, shape, n,
                                                           seed=seed * 100 + xc.shape_index(shape),
-                                                          wide=wide):
+                                                          wide=wide, psn_wrap=psn_wrap):
             if only and name != only:
                 continue
             assert first, "one batch a simulation (TX_COVERAGE_BATCH, METAROCE_COVERAGE_SHAPES)"

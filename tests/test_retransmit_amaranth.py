@@ -92,6 +92,36 @@ def test_lockstep_new_floor_carries():
     assert res["model"].counters[CTR["sent"]] > 256 and res["model"].counters[CTR["acked"]] > 256
 
 
+def _wrap_items(psn0):
+    """The unit's random traffic (seed 3, 150 packets) with every pair starting at ``psn0``."""
+    return rc.traffic(*SMALL, 150, seed=3, psn0=psn0)
+
+
+def test_lockstep_psn_wrap():
+    """MR-TX-474, MR-TX-471, MR-TX-472: random sends and lossy ACKs (stale, bad, NAK items),
+    idle cycles and backpressure, every (connection, path) pair starting 8 PSNs below 2^24
+    (the row takes its first packet's PSN), so most packets and ACKs are past the wrap: 0
+    mismatches, reports and counters equal the semantics'."""
+    items = _wrap_items(P.PSN_MOD - 8)
+    sent = [f["psn"] for k, f in items if k == "sent"]
+    assert sum(p < 1000 for p in sent) > len(sent) // 2 and max(sent) >= P.PSN_MOD - 8
+    res = run_lockstep(items, seed=3, p_idle=0.2, p_bp=0.4)
+    assert res["resend"] and len(res["acked"]) > 100
+    assert res["model"].counters[CTR["sent_bad"]] > 0      # a wrong PSN past the first refused
+
+
+@pytest.mark.slow
+def test_lockstep_psn_wrap_plain_compare_fails():
+    """MR-TX-477: the unit with an ACK's tests as plain unsigned PSN compares
+    (``psn_plain``) mismatches the model on MR-TX-474's traffic across the wrap, and not on
+    the same traffic from PSN 0."""
+    import functools
+    plain = functools.partial(Retransmit, psn_plain=True)
+    with pytest.raises(Mismatch):
+        run_lockstep(_wrap_items(P.PSN_MOD - 8), seed=3, p_idle=0.2, p_bp=0.4, dut_cls=plain)
+    run_lockstep(_wrap_items(0), seed=3, p_idle=0.2, p_bp=0.4, dut_cls=plain)
+
+
 def test_lockstep_reference_endpoint_traffic():
     """MR-TX-051, MR-TX-050: the RTL on the reference endpoint's own sent packets and ACKs (a
     write over the lossy loopback): 0 mismatches, and its reports are the endpoint's

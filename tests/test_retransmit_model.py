@@ -67,16 +67,35 @@ def test_bad_acks_and_naks_change_nothing():
 
 
 def test_sent_checks():
-    """MR-TX-020 (MR-SEQ-006), MR-TX-012: every path starts at PSN 0; a sent packet is recorded only with the path's next PSN and while
-    fewer than 256 PSNs are unresolved; otherwise counted sent_bad, nothing allocated."""
+    """MR-TX-020 (MR-SEQ-006), MR-TX-012: after a path's first packet (MR-TX-471) a sent packet
+    is recorded only with the path's next PSN and while fewer than 256 PSNs are unresolved;
+    otherwise counted sent_bad, nothing allocated."""
     m = RetransmitModel(*SMALL)
-    assert not m.sent(rc.sent_item(CONN, PATH, 1)[1])
-    _send(m, range(P.SEND_WINDOW))
+    _send(m, range(1))
+    assert not m.sent(rc.sent_item(CONN, PATH, 2)[1])
+    _send(m, range(1, P.SEND_WINDOW))
     assert not m.sent(rc.sent_item(CONN, PATH, P.SEND_WINDOW)[1])
     assert not m.sent(rc.sent_item(CONN, 4, 0)[1])                      # path beyond the instance
     assert m.counters[CTR["sent_bad"]] == 3 and m.used == P.SEND_WINDOW
     out = m.ack(rc.ack_item(CONN, PATH, 1, 0)[1])
     assert len(out) == 1 and m.sent(rc.sent_item(CONN, PATH, P.SEND_WINDOW)[1])
+
+
+def test_first_packet_sets_initial_psn():
+    """MR-TX-471, MR-TX-472: a row's first packet is recorded at any PSN (the scheduler's
+    initial PSN), which becomes its floor; from there PSNs and ACKs run modulo 2^24 across the
+    wrap (a SACK gap resolved past it); a row's second packet at another PSN is refused."""
+    m = RetransmitModel(*SMALL)
+    first = P.PSN_MOD - 3
+    psns = [P.psn_add(first, k) for k in range(8)]
+    _send(m, psns)
+    st = m.state(m.row(CONN, PATH))
+    assert (st["floor"], st["next_psn"], st["based"]) == (first, 5, 1)
+    assert not m.sent(rc.sent_item(CONN, PATH, 9)[1])          # not its next PSN
+    # the receiver has all but P.PSN_MOD - 1: cum at it, SACK bits for 0..4
+    out = m.ack(rc.ack_item(CONN, PATH, P.PSN_MOD - 1, 0b11111)[1])
+    kinds = sorted(d.kind for d in out)
+    assert kinds == ["acked"] * 7 + ["resend"] and m.state(m.row(CONN, PATH))["floor"] == 5
 
 
 def test_sack_resolve_is_protocols():

@@ -8,6 +8,7 @@ import pytest
 from amaranth.lib import wiring
 
 from metaroce.hdl.tx import Tx, TxData, TxJoin, tx_small
+from metaroce.models import protocol as P
 from metaroce.models import tx_cases as xc
 from metaroce.models.tx import SMALL, TxCycleModel, TxDataCycleModel
 from metaroce.models.tx_sched import TxSchedModel
@@ -124,14 +125,20 @@ def test_lockstep_failures_64():
     assert st[4] and st[12] and drv.res["bad_frames"]
 
 
-def _endpoint_run(width, seed, *, rtl, **kw):
+def _endpoint_run(width, seed, *, rtl, initial_psn=None, **kw):
     """The engine on the endpoint's writes without ACKs, the clock stopped (no timer expires):
-    its frames until 300 quiet cycles after the endpoint's count."""
+    its frames until 300 quiet cycles after the endpoint's count. ``initial_psn`` (MR-TX-475):
+    the endpoint's every path's first PSN, written on the engine's ``s_psn`` for each path."""
+    if initial_psn is not None:
+        kw["initial_psn"] = initial_psn
     want, items, lay, image, tmpls, params = xc.endpoint_frames(seed, **kw)
     params = dict(params, pool=256, outstanding=16)
     model = TxCycleModel(width, **params)
+    conn = kw.get("conn", 1)
+    init = ({(conn, p): initial_psn for p in range(params["paths"])}
+            if initial_psn is not None else None)
     drv = xc.Driver(model.lay, width, items, lay, tmpls, seed=seed, image=image, acks=False,
-                    ns_per_cycle=0, expect_frames=len(want))
+                    ns_per_cycle=0, expect_frames=len(want), init_psns=init)
     drv.quiet_cycles = 300
     if rtl:
         core = run_amaranth(Tx(width, **params), model, drv, busy=lambda: False)
@@ -153,6 +160,37 @@ def test_endpoint_bytes_until_blocked(seed, kw):
     want, got = _endpoint_run(64, seed, rtl=False, **kw)
     assert len(want) >= 3
     assert got == want
+
+
+def test_endpoint_bytes_psn_wrap():
+    """MR-TX-475, MR-TX-469, MR-CONN-107: the endpoint built with every path's initial PSN 2
+    below 2^24 (both directions) and the engine given the same initial PSNs on ``s_psn``: on
+    writes, sends and READs the engine's frames (model; its RTL is the lockstep's) are the
+    endpoint's byte for byte, ICRC included, their PSNs running across the wrap."""
+    from metaroce.models import codec
+    want, got = _endpoint_run(64, 2, rtl=False, initial_psn=P.PSN_MOD - 2, streams=2, depth=4,
+                              init_window_bdp=2.0, msgs=_READS)
+    psns = [codec.decode(f).bth.psn for f in want]
+    assert P.PSN_MOD - 2 in psns and 0 in psns and 1 in psns         # across the wrap
+    assert got == want
+
+
+def test_model_psn_wrap():
+    """MR-TX-475, MR-TX-476, MR-TX-470, MR-TX-473, MR-TXS-465, MR-TXS-466 (model; the RTL's equality is the Verilator
+    lockstep's, MR-TX-475): every path's initial PSN 1..5 below 2^24 written on ``s_psn``, random
+    traffic with 15 % loss: every work request completes, each path's PSNs run from its
+    initial PSN across the wrap (the checker), frames and resends past the wrap on every path;
+    the write per connection after the first frame is ignored (``psn_ignored`` once each)."""
+    sem = sched_sem(SMALL)
+    items, lay = xc.traffic(sem, 40, seed=1, max_len=2500)
+    rsps = xc.responses(sem, 10, lay, seed=1, max_len=2500)
+    init = xc.near_wrap(SMALL["conns"], SMALL["paths"], 1)
+    drv = xc.run_model(TxCycleModel(64, **SMALL), items, lay, xc.templates(2, 4), seed=1,
+                       p_idle=0.2, p_bp=0.3, loss=0.15, rsps=rsps, init_psns=init, late_psn=True)
+    s = xc.check(sem, items, drv, rsps)
+    w = xc.wrap_summary(drv)
+    assert s["retransmits"] and w["wrap_resends"] and w["wrap_paths"] == 2 * 4
+    assert w["psn_ignored"] == SMALL["conns"]
 
 
 #: MR-TX-155: sends between writes on one stream, so a send's receive sequence is not its
@@ -242,7 +280,7 @@ def test_endpoint_bytes_until_blocked_rtl(width):
 
 
 def test_joined_with_wiring_connect():
-    """MR-TX-101, MR-TX-105, MR-TX-106: the blocks' own ports joined (the scheduler's frame requests are the data
+    """MR-TX-101, MR-TX-105, MR-TX-106, MR-TX-469: the blocks' own ports joined (the scheduler's frame requests are the data
     path's ``s_frame``; the DMA's payload is the frame builder's ``s_payload``)."""
     t = tx_small()
     for blk in (t, t.sched, t.rtx, t.data, t.cwnd):
@@ -251,7 +289,9 @@ def test_joined_with_wiring_connect():
     sig = t.signature.members
     assert set(sig) == {"s_wr", "s_ack", "s_cfg", "m_axi", "m_axis", "m_cqe", "m_error", "now",
                         "reg_addr", "reg_data", "s_cw_setup", "cc_on", "cc_beta_q", "cc_cap",
-                        "s_rsp", "m_rsp_done"}
+                        "s_rsp", "m_rsp_done", "s_psn", "psn_ignored"}
+    # MR-TX-469: the initial PSNs' port is the scheduler's
+    assert sig["s_psn"].signature == t.sched.signature.members["s_psn"].signature
     # MR-TX-171: the READ responses' ports are the scheduler's
     for name in ("s_rsp", "m_rsp_done"):
         assert sig[name].signature == t.sched.signature.members[name].signature
@@ -513,13 +553,20 @@ def test_model_frame_skid_same_frames():
     """MR-TX-230: the TX model with the join stage's skid against the same model without it
     (``_old_join``), 30 work requests at 30 % loss: the skid holds a request in many cycles, and
     every ``m_axis`` beat leaves in the same cycle (the scheduler's frame queue does not fill in
-    this traffic); the reference's own check: its skid never holds a request. And where the
-    queue fills (40 work requests up to 4,000 bytes, seed 7) the frames leave at other cycles,
-    every work request still completing (``tx_cases.check``): the comparison sees a change."""
+    this traffic); the reference's own check: its skid never holds a request (the comparison's
+    control: :func:`test_model_frame_skid_comparison_sees_change`, slow)."""
     new, skid = _axis_trace(False, 5, 30, 0.3, 2500)
     old, old_skid = _axis_trace(True, 5, 30, 0.3, 2500)
     assert skid >= 500 and old_skid == 0
     assert new == old
+
+
+@pytest.mark.slow
+def test_model_frame_skid_comparison_sees_change():
+    """MR-TX-230, the control of :func:`test_model_frame_skid_same_frames` (slow since ipsn45
+    paid the default run's time of MR-TX-474/475's tests with it): where the scheduler's frame
+    queue fills (40 work requests up to 4,000 bytes, seed 7) the frames leave at other cycles,
+    every work request still completing (``tx_cases.check``): the comparison sees a change."""
     assert _axis_trace(False, 7, 40, 0.15, 4000)[0] != _axis_trace(True, 7, 40, 0.15, 4000)[0]
 
 

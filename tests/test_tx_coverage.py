@@ -263,3 +263,25 @@ def test_wide_windows_within_bounds():
     lay = TxCycleModel(64, **SMALL).lay
     drv = xc.coverage_batches(_sem(), SMALL, lay, 64, "none", 1, seed=1)[0][3]
     assert not drv.cw_setups and not drv.cc
+
+
+def test_coverage_batches_start_near_the_psn_wrap():
+    """MR-TX-478: with ``psn_wrap`` every batch's driver writes every path's initial PSN 1..5
+    below 2^24 on ``s_psn`` before anything else, its receiver's paths start there, and the
+    bad ACK's far cum counts from the path's initial PSN; without it no write is offered."""
+    from metaroce.models import protocol as P
+    from metaroce.models.rx import unpack
+    from metaroce.models.tx import TxCycleModel
+    lay = TxCycleModel(64, **SMALL).lay
+    for wrap in (False, True):
+        for name, items, rsps, drv in xc.coverage_batches(_sem(), SMALL, lay, 64, "none", 1, seed=1,
+                                                          psn_wrap=wrap):
+            inp = drv.inputs()
+            if not wrap:
+                assert not inp["s_psn__valid"] and not drv.init_psns
+                continue
+            assert len(drv.init_psns) == SMALL["conns"] * SMALL["paths"]
+            assert all(P.PSN_MOD - 6 < v < P.PSN_MOD for v in drv.init_psns.values())
+            w = unpack(lay.sched.psn, inp["s_psn__payload"])
+            assert inp["s_psn__valid"] and drv.init_psns[(w["conn"], w["path"])] == w["psn"]
+            assert drv.rx[(1, 3)][0] == drv.init_psns[(1, 3)]

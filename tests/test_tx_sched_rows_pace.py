@@ -62,13 +62,14 @@ def test_rows_pace_ports():
     """MR-TXS-337: with ``pacing`` the row model has ``TxSched(pacing=True)``'s pacing ports
     (the register scheduler's cycle model's names), the row its pacing fields (36 bits: 2,555
     at 4,096 x 8); without it neither."""
-    from metaroce.models.tx_sched import TxSchedCycleModel
+    from metaroce.models.tx_sched import PSN_INPUTS, PSN_OUTPUTS, TxSchedCycleModel
     from metaroce.models.tx_sched_rows import TxSchedRowsModel, row_layouts
     for pacing in (False, True):
         rows = TxSchedRowsModel(64, **SMALL, pacing=pacing).port_names()
         reg = TxSchedCycleModel(64, **SMALL, pacing=pacing).port_names()
-        assert set(rows["inputs"]) == set(reg["inputs"])
-        assert set(rows["outputs"]) == set(reg["outputs"])
+        # MR-TXS-465: but the register scheduler's initial-PSN port
+        assert set(rows["inputs"]) == set(reg["inputs"]) - set(PSN_INPUTS)
+        assert set(rows["outputs"]) == set(reg["outputs"]) - set(PSN_OUTPUTS)
     big = dict(conns=4096, paths=8)
     assert row_layouts(**big, pacing=True).row.size - row_layouts(**big).row.size == 36
     assert row_layouts(**big, pacing=True).row.size == 2555      # MR-TXS-462: 2,547 before
@@ -299,7 +300,7 @@ def test_rows_rtl_full_only_fails():
 def test_rows_rtl_pace_ports():
     """MR-TXS-337, MR-TXS-345: ``TxSchedRows(pacing=True)``'s pacing ports are ``TxSched(pacing=True)``'s
     (the layouts), none without ``pacing``; the join with the rows has the register join's
-    ports (MR-TXS-164)."""
+    ports (MR-TXS-164) but its initial-PSN port (MR-TXS-465)."""
     from metaroce.hdl.tx_pace import PacedTxSched
     from metaroce.hdl.tx_sched import TxSched
     from metaroce.hdl.tx_sched_rows import TxSchedRows
@@ -313,8 +314,9 @@ def test_rows_rtl_pace_ports():
         else:
             assert rows[n].shape == reg[n].shape
         assert n not in TxSchedRows(64, **SMALL).signature.members
+    # MR-TXS-465: but the register scheduler's initial-PSN port
     assert set(PacedTxSched(64, **SMALL, rows=True).signature.members) == \
-        set(PacedTxSched(64, **SMALL).signature.members)
+        set(PacedTxSched(64, **SMALL).signature.members) - {"s_psn", "psn_ignored"}
 
 
 # ---------------------------------------------------------------- the TX top (MR-TXS-346)
