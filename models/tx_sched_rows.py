@@ -253,8 +253,9 @@ the TX model: ``resend_ready`` .. ``restore_outputs`` (MR-TXS-315).
 its number's read, each taken logged as an ``"rd"`` event).
 ``sched_hold`` (MR-TXS-470; False: the timing before, negative controls only): a schedule op
 is not taken while S1 holds an operation of its connection (``sched_waits`` counts the cycles
-in which the hold alone kept the schedule op from being taken). ``events`` logs every applied operation in the order of its
-    write-back: ``(kind, conn, payload, action or completion, frame, sent, completion, now)``."""
+in which the hold alone kept the schedule op from being taken). ``events`` logs every applied
+operation in the order of its write-back: ``(kind, conn, payload, action or completion, frame,
+sent, completion, now)``."""
 
     def __init__(self, width=64, conns=SMALL["conns"], streams=SMALL["streams"],
                  paths=SMALL["paths"], depth=SMALL["depth"], *, forward=True, work_filter=True,
