@@ -42,8 +42,11 @@ class RowPipe(wiring.Component):
     starts at a comparator."""
 
     def __init__(self, rows, row_width, arg_width, apply, *, init=(), forward=True,
-                 collision_garbage=False, take_eq_in=False):
+                 collision_garbage=False, take_eq_in=False, pre=None, pre_width=0):
         self.rows, self.row_width, self.apply = rows, row_width, apply
+        # MR-TXS-471: ``pre(m, row, arg) -> value`` formed in S1 on S1's row (the read, or the
+        # write at the last edge when forwarded) and registered into S2 as ``s2_pre``
+        self.pre, self.pre_width = pre, pre_width
         self.init, self.forward = list(init), forward
         self.collision_garbage = collision_garbage
         # MR-TXS-458: take_eq_in, the take's connection's equality with S2's formed by the
@@ -56,6 +59,8 @@ class RowPipe(wiring.Component):
                "wb_valid": Out(1), "wb_conn": Out(cb), "wb_row": Out(row_width),
                "s1_valid": Out(1), "s1_conn": Out(cb), "s1_arg": Out(arg_width),
                "s2_valid": Out(1), "s2_conn": Out(cb), "s2_arg": Out(arg_width)}
+        if self.pre is not None:
+            sig["s2_pre"] = Out(pre_width)
         if self.take_eq_in:
             sig["take_eq_s2"] = In(1)
         super().__init__(sig)
@@ -92,8 +97,12 @@ class RowPipe(wiring.Component):
             take_eq = self.take_eq_s2 if self.take_eq_in else s2_conn == self.take_conn
             m.d.sync += [fwd_two.eq(s2_valid & take_eq),
                          fwd_one.eq(s2_valid & (s2_conn == s1_conn))]
+        s1_row = Signal(W)
+        m.d.comb += s1_row.eq(Mux(fwd_two, self.wb_row, rd_data))
         m.d.sync += [s2_valid.eq(s1_valid), s2_conn.eq(s1_conn), s2_arg.eq(s1_arg),
-                     s2_row.eq(Mux(fwd_two, self.wb_row, rd_data))]
+                     s2_row.eq(s1_row)]
+        if self.pre is not None:
+            m.d.sync += self.s2_pre.eq(self.pre(m, s1_row, s1_arg))
         # S2: the write of the op just ahead replaces the registered row
         row_in = Signal(W)
         m.d.comb += row_in.eq(Mux(fwd_one, self.wb_row, s2_row))
@@ -284,12 +293,12 @@ class TxSchedRows(wiring.Component):
     operations on a row (MR-TXS-207/208, :meth:`_s2`: the semantics of
     :class:`~metaroce.models.tx_sched.TxSchedModel` on one connection's fields, as
     models/tx_sched_rows.py ``TxSchedRowsModel._apply``). ``forward=False``: the wrong form
-    without MR-TXS-221's forwards (the rows' and the descriptors'), negative controls only."""
+    without MR-TXS-221's forwards of the rows, negative controls only."""
 
     def __init__(self, width=64, *, conns=SMALL["conns"], streams=SMALL["streams"],
                  paths=SMALL["paths"], depth=SMALL["depth"], forward=True, init_rows=True,
                  restores=False, kept_out=True, rd_rows=False, pacing=False, pace_ignored=False,
-                 pace_full_only=False, retime_hold=True, **kw):
+                 pace_full_only=False, retime_hold=True, sched_hold=True, **kw):
         prm = dict(SMALL, conns=conns, streams=streams, paths=paths, depth=depth)
         prm.update(kw)
         self._MustUse__silence = True       # a refused instance is no unused design
@@ -307,6 +316,9 @@ class TxSchedRows(wiring.Component):
         # MR-TXS-372: S2's schedule op held while a write with a time of its connection is in
         # flight (retime_hold=False, negative control only: MR-TXS-371's early packets)
         self.retime_hold = bool(retime_hold)
+        # MR-TXS-470: no schedule op taken right behind an op of its connection (sched_hold=
+        # False, negative control only: S1's decision, MR-TXS-471, then misses that op's write)
+        self.sched_hold = bool(sched_hold)
         self.rl = row_layouts(conns, streams, paths, depth, prm["chunk_window"],
                               prm["resend_depth"], self.pacing)
         self.lay = lay = layouts(conns, streams, paths, depth)
@@ -423,13 +435,12 @@ class TxSchedRows(wiring.Component):
 
         # -- the descriptor memory (MR-TXS-205, MR-TXS-252): a connection's S x D records in
         # one word, read at S1's connection (so its read at the edge into S2 misses only the
-        # write of the op just ahead, forwarded in S2 by its slot), written one record at a time
+        # write of the op just ahead: MR-TXS-472, never a record S2 uses), written one record
+        # at a time
         m.submodules.desc = desc_mem = memory.Memory(shape=SD * desc_w, depth=C, init=[],
                                                      attrs={"metaroce_collision": "x"})
         d_rd = desc_mem.read_port()
         d_wr = desc_mem.write_port(granularity=desc_w)
-        wbd, wbd_v = Signal(rl.desc), Signal()           # the last edge's record write
-        wbd_conn, wbd_slot = Signal(cb), Signal(3)
 
         # S2's results (driven by _s2 inside the pipeline's module, elaborated after this one)
         s2 = {"refused": Signal(), "push_active": Signal(), "push_done": Signal(),
@@ -445,12 +456,14 @@ class TxSchedRows(wiring.Component):
 
         def apply(mm, row_in, arg_bits):
             new = self._s2(mm, s2, row_in, arg_bits, arg_lay, b_wr, w_status, w_n, b_lost, d_rd,
-                           wbd, wbd_v, wbd_conn, wbd_slot, pipe)
+                           pipe)
             return new
 
         m.submodules.pipe = pipe = RowPipe(C, rl.row.size, arg_lay.size, apply,
                                            init=self._reset_rows() if self.init_rows else (),
-                                           forward=self.forward, take_eq_in=True)
+                                           forward=self.forward, take_eq_in=True,
+                                           pre=lambda mm, row, arg: self._sched_terms(mm, row),
+                                           pre_width=self._sched_layout().size)
         s1a = data.View(arg_lay, pipe.s1_arg)
         s2a = data.View(arg_lay, pipe.s2_arg)
         if self.pacing:
@@ -481,12 +494,17 @@ class TxSchedRows(wiring.Component):
             pwait = Signal()
             m.d.sync += pwait.eq(self.s_probe.valid & ~self.s_probe.ready)
             ack_ok = (rst_q.level + n_ack < OUT_DEPTH) & ~pwait
+        # MR-TXS-470: the active queue's head waits while S1 holds an op of its connection
+        # (so no op of it is between S1 and S2 when its schedule op's decision is formed in S1)
+        sched_wait = Const(0, 1)
+        if self.sched_hold:
+            sched_wait = pipe.s1_valid & (pipe.s1_conn == active.head)
         # s_probe's one register holds a verdict (to) or a tail probe (MR-TXS-272)
         can = [b_ver_v & b_ver.to, b_cwnd_v, b_fail_v, b_ack_v & ack_ok, b_lost_v & ~lost_busy,
                done_q.nonempty & cq_room,
                b_wr_v & ~wr_busy & ~wr_blocked & ((w_status == 0) | cq_room),
                b_ver_v & ~b_ver.to & frame_room,
-               active.nonempty & out_room]
+               active.nonempty & out_room & ~sched_wait]
         if not self.pacing:
             take_any, take_kind = _first_bit(can)
         else:
@@ -581,11 +599,9 @@ class TxSchedRows(wiring.Component):
                              b_rt.paced.eq((rt.rate != 0) & (self.line_mbps > rt.rate))]
             with m.Elif(taken[K_RETIME]):
                 m.d.sync += b_rt_v.eq(0)
-        # the descriptor's write and its forward register
+        # the descriptor's write (no forward register: MR-TXS-472)
         m.d.comb += [d_wr.addr.eq(pipe.s2_conn), d_wr.data.eq(Cat(*([s2["desc"]] * SD))),
                      d_wr.en.eq(Mux(s2_ok & s2["desc_we"], 1 << s2["desc_slot"], 0))]
-        m.d.sync += [wbd_v.eq(s2_ok & s2["desc_we"] & self.forward), wbd.eq(s2["desc"]),
-                     wbd_conn.eq(pipe.s2_conn), wbd_slot.eq(s2["desc_slot"])]
 
         s2_kind = s2a.kind
         applied = s2_ok & ~refused
@@ -691,8 +707,7 @@ class TxSchedRows(wiring.Component):
         return m
 
     # ------------------------------------------------------------------ S2 (MR-TXS-207/208/253)
-    def _s2(self, m, out, row_in, arg_bits, arg_lay, b_wr, w_status, w_n, b_lost, d_rd, wbd, wbd_v,
-            wbd_conn, wbd_slot, pipe):
+    def _s2(self, m, out, row_in, arg_bits, arg_lay, b_wr, w_status, w_n, b_lost, d_rd, pipe):
         """One operation on the row ``row_in`` (the semantics of TxSchedModel's events on one
         connection, MR-TXS-207; the row model's ``_apply``). Returns the row written back; its
         other results in ``out``."""
@@ -728,11 +743,9 @@ class TxSchedRows(wiring.Component):
                                        | ((e.status == 0) & (e.ack_base >= e.nchunks)))
 
         def desc_at(slot):
-            """MR-TXS-205: the slot's record, the descriptor write of the op just ahead
-            forwarded (MR-TXS-221)."""
-            rec = d_rd.data.word_select(slot[:db + sb], rl.desc.size)
-            hit = wbd_v & (wbd_conn == conn) & (wbd_slot == slot)
-            return data.View(rl.desc, Mux(hit, wbd.as_value(), rec))
+            """MR-TXS-205: the slot's record, the memory's (MR-TXS-472: the write of the op
+            just ahead, which the read misses, is never of a record S2 uses)."""
+            return data.View(rl.desc, d_rd.data.word_select(slot[:db + sb], rl.desc.size))
         mid = Signal(rl.row)
         m.d.comb += mid.eq(r)
         frame, sent = Signal(lay.frame), Signal(lay.sent)
@@ -937,10 +950,11 @@ class TxSchedRows(wiring.Component):
                 with m.Elif(f.er_v):
                     m.d.comb += mid.entries[k].status.eq(f.er.status)
 
-        # ---- a schedule op (MR-TXS-023..026): the connection's action (its decision's terms
-        # from the row, _sched_terms), carried out
+        # ---- a schedule op (MR-TXS-023..026): the connection's action, carried out; its
+        # decision's terms (_sched_terms) formed in S1 on S1's row and registered (MR-TXS-471:
+        # S1's row is S2's for a schedule op, MR-TXS-470); read only when the op is one
         cr = r.conn
-        sp = data.View(self._sched_layout(), self._sched_terms(m, row_in))
+        sp = data.View(self._sched_layout(), pipe.s2_pre)
         resend, drop = sp.resend, sp.drop
         n_s = sp.n_s if sb else Const(0, 1)
         n_st = data.View(rl.stream, r.streams.as_value().word_select(n_s, rl.stream.size)
@@ -1208,13 +1222,13 @@ class TxSchedRows(wiring.Component):
             "f_chunk": records.CHUNK_BITS})
 
     def _sched_terms(self, m, row_bits):
-        """A schedule op's decision on the row ``row_bits`` (MR-TXS-023..026, S2's row): whether
-        it resends and whether the resend head is dropped, the stream it picks, its slot, chunk
-        and bytes, whether it may send (a candidate, the connection window, a path), the path,
-        each path's ACK request, whether its chunk is its message's last, ``unsent`` after a
-        new chunk, the refill's pick (MR-TXS-258); as one record (:meth:`_sched_layout`), a
-        function of the row alone (terms that read S2's time, with pacing, are formed in
-        S2)."""
+        """A schedule op's decision on the row ``row_bits`` (MR-TXS-023..026; S1's row,
+        MR-TXS-471, registered into S2 as ``pipe.s2_pre``): whether it resends and whether the
+        resend head is dropped, the stream it picks, its slot, chunk and bytes, whether it may
+        send (a candidate, the connection window, a path), the path, each path's ACK request,
+        whether its chunk is its message's last, ``unsent`` after a new chunk, the refill's pick
+        (MR-TXS-258); as one record (:meth:`_sched_layout`), a function of the row alone (terms
+        that read S2's time, with pacing, are formed in S2)."""
         prm, rl = self.prm, self.rl
         S, Pn, D, W, mtu, mtu_log2, db, pb, sb, wb_ = self._dims()
         SD = S * D

@@ -252,14 +252,18 @@ the TX model: ``resend_ready`` .. ``restore_outputs`` (MR-TXS-315).
 ``rd_rows``: ``m_rd``, the good READ or atomic on ``s_wr`` with its message number
 (MR-TXS-325..328; ``rd_held``/``rd_stale`` count the cycles one waited for ``m_rd.ready`` / for
 its number's read, each taken logged as an ``"rd"`` event).
-``events`` logs every applied operation in the order of its
-    write-back: ``(kind, conn, payload, action or completion, frame, sent, completion, now)``."""
+``sched_hold`` (MR-TXS-470; False: the timing before, negative controls only): a schedule op
+is not taken while S1 holds an operation of its connection (``sched_waits`` counts the cycles
+in which the hold alone kept the schedule op from being taken). ``events`` logs every applied
+operation in the order of its write-back: ``(kind, conn, payload, action or completion, frame,
+sent, completion, now)``."""
 
     def __init__(self, width=64, conns=SMALL["conns"], streams=SMALL["streams"],
                  paths=SMALL["paths"], depth=SMALL["depth"], *, forward=True, work_filter=True,
                  lost_waits=False, last_active_kept=True, restores=False, restore_hold=True,
                  kept_out=True, rd_rows=False, pacing=False, pace_ignored=False,
-                 pace_full_only=False, late_queue=True, retime_hold=True, **kw):
+                 pace_full_only=False, late_queue=True, retime_hold=True, sched_hold=True,
+                 **kw):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         prm = dict(SMALL, conns=conns, streams=streams, paths=paths, depth=depth)
@@ -289,6 +293,9 @@ its number's read, each taken logged as an ``"rd"`` event).
         # flight (retime_hold=False, negative control only: MR-TXS-371's early packets)
         self.retime_hold = bool(retime_hold)
         self.held_sched, self._held = 0, False
+        # MR-TXS-470: no schedule op right behind an operation of its connection
+        self.sched_hold = bool(sched_hold)
+        self.sched_waits = 0
         self.rl = row_layouts(conns, streams, paths, depth, prm["chunk_window"],
                               prm["resend_depth"], self.pacing)
         self.lay = layouts(conns, streams, paths, depth)
@@ -729,9 +736,27 @@ its number's read, each taken logged as an ``"rd"`` event).
         if pb is not None and not pb.get("to") and self._room(self.frame_q, ("sched", "probe")):
             return _Op("probe", pb["conn"], pb)
         if (self.active and self._room(self.frame_q, ("sched", "probe"))
-                and self._room(self.sent_q, ("sched",))):
+                and self._room(self.sent_q, ("sched",)) and not self._sched_waits()):
             return _Op("sched", self.active[0], None)
         return None
+
+    def _held_by_hold(self):
+        """Whether the pick would be the schedule op without MR-TXS-470's hold."""
+        if not self._sched_waits():
+            return False
+        self.sched_hold = False
+        try:
+            alt = self._pick()
+        finally:
+            self.sched_hold = True
+        return alt is not None and alt.kind == "sched"
+
+    def _sched_waits(self):
+        """MR-TXS-470: the active queue's head waits while S1 holds an operation of its
+        connection (the op that would be just ahead of its schedule op in S2)."""
+        s1 = self.pipe.s1
+        return bool(self.sched_hold and self.active and s1 is not None
+                    and s1.conn == self.active[0])
 
     # ------------------------------------------------------------ the readies before the edge
     def _free(self, k, taken):
@@ -809,6 +834,8 @@ its number's read, each taken logged as an ``"rd"`` event).
         lay, b = self.lay, self.b
         pick = self._pick()
         taken = pick.kind if pick is not None else None
+        if pick is None or pick.kind != "sched":
+            self.sched_waits += self._held_by_hold()
         def free(k):
             return self._free(k, taken)
         rsp_valid = g("s_rsp__valid", 0)

@@ -145,17 +145,19 @@ def _run(env, out_var="TXP_OUT"):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [3, 6])
+@pytest.mark.parametrize("seed", [3, 20])
 def test_tx_rows_paced_rtl_lockstep(seed):
     """MR-TX-387: HOLD_ENV's run under Verilator (10 % loss, idle cycles, backpressure on every
     output, random AXI read latency, re-timing writes in flight): 0 mismatches (every output,
     so every frame's bytes, each cycle), every work request completes (MR-TX-150's checker:
     each frame's payload the host memory's), no packet decided and no frame out before its
     bounds (MR-TX-237 with MR-TX-389), a schedule op held (MR-TXS-372), the rows' replay.
-    Seed 6 (MR-TX-389): a tail probe's frame (kept apart from the packets' frames) and (b)
-    bounds left out after writes with a time."""
+    Seed 20 (MR-TX-389): a tail probe's frame (kept apart from the packets' frames) and (b)
+    bounds left out after writes with a time. (Seed 6 until s1_45: MR-TXS-470's hold moved its
+    schedule ops and its run no longer held one by MR-TXS-372; seed 20 is the first of 3..40
+    whose run meets all three: 2 probes left, 17 bounds voided, 2 schedule ops held.)"""
     row = _run(dict(HOLD_ENV, TXP_SEED=str(seed)))
-    if seed == 6:
+    if seed == 20:
         assert row["probes_left"] >= 1 and row["bounds_voided"] >= 1
     assert row["mismatches"] == 0 and row["rows"]
     assert row["completions"] == row["work_requests"] == 40

@@ -114,8 +114,12 @@ def test_rows_4096_conns_8_paths():
 
 #: stk31's traffic (docs/hw/probes/tx_sched_stall.py's driver settings: 60 % loss, path states)
 STALL_KW = dict(p_idle=0.2, p_bp=0.4, loss=0.6, p_cwnd=0.05, cwnd_hi=8000)
-#: the progress limit of the seed-35 runs (cycles): the fixed rule finishes it in 976, seeds
-#: 1..100 in at most 1,815; the driver's own (36,000) would make the stall's run long
+#: the seed of stk31's traffic whose run stalls under MR-TXS-217's old rule and takes refills
+#: under the fixed one (35 until s1_45; MR-TXS-470's hold moved its schedule ops, and 35 no
+#: longer stalls: seed 16 is the first of 1..200 that does, with 4 refills)
+STALL_SEED = 16
+#: the progress limit of the stall seed's runs (cycles): the driver's own (36,000) would make
+#: the stall's run long
 STALL_LIMIT = 4000
 
 
@@ -134,23 +138,23 @@ def _stall_case(seed, **kw):
     return res, m
 
 
-def test_rows_lost_not_queued_finishes_seed_35():
-    """MR-TXS-257, MR-TXS-258, MR-TXS-259, MR-TXS-260, MR-TXS-262: stk31's seed 35 (which stalled the rows under MR-TXS-217's
-    old rule) finishes: 40 completions, chunks kept and refilled, the checker, the replay
+def test_rows_lost_not_queued_finishes_stall_seed():
+    """MR-TXS-257, MR-TXS-258, MR-TXS-259, MR-TXS-260, MR-TXS-262, MR-TXS-473: stk31's traffic at
+    ``STALL_SEED`` (which stalls the rows under MR-TXS-217's old rule) finishes: 40 completions, chunks kept and refilled, the checker, the replay
     (each refill the register scheduler's pick on its connection) and MR-TXS-231 against the
     fixed register scheduler."""
-    res, m = _stall_case(35, limit=STALL_LIMIT)
+    res, m = _stall_case(STALL_SEED, limit=STALL_LIMIT)
     assert len(res["cqe"]) == 40 and m.refills > 0
     assert sum(1 for e in m.events if e[0] == "refill") == m.refills
 
 
 @pytest.mark.slow       # since stale45: pays for tests/test_tx_stale_resend.py's two default tests
-def test_rows_lost_waits_stalls_seed_35():
+def test_rows_lost_waits_stalls_stall_seed():
     """MR-TXS-261 (negative control): MR-TXS-217's old rule (``lost_waits``: a lost report
-    refused and held while its FIFO is full) stalls on seed 35; the driver's progress limit
-    fails the run rather than hanging (a limit of 4,000 cycles: the fixed rule takes 976)."""
+    refused and held while its FIFO is full) stalls on ``STALL_SEED``; the driver's progress
+    limit fails the run rather than hanging (a limit of 4,000 cycles)."""
     with pytest.raises(AssertionError, match="no progress after 4001 cycles"):
-        run_rows(dict(SMALL), 40, 35, lost_waits=True, limit=STALL_LIMIT, **STALL_KW)
+        run_rows(dict(SMALL), 40, STALL_SEED, lost_waits=True, limit=STALL_LIMIT, **STALL_KW)
 
 
 @pytest.mark.slow
@@ -442,20 +446,22 @@ def test_row_pipe_collision_reads_unused():
 
 # ------------------------------------------------------------------ the scheduler's RTL
 
-def rows_lockstep(prm, n, seed, *, forward=True, hdl=None, rsps=0, driver=tc.Driver, **kw):
+def rows_lockstep(prm, n, seed, *, forward=True, hdl=None, rsps=0, driver=tc.Driver,
+                  model_kw=None, rtl_kw=None, **kw):
     """``hdl/tx_sched_rows.py`` ``TxSchedRows`` in lockstep with ``TxSchedRowsModel`` through
-    the driver, every output port compared every cycle (MR-TXS-254). Returns ``(core, driver,
-    model, items, rsps)``; Mismatch at the first difference."""
+    the driver, every output port compared every cycle (MR-TXS-254). ``model_kw``/``rtl_kw``:
+    the model's and the RTL's switches (negative controls). Returns ``(core, driver, model,
+    items, rsps)``; Mismatch at the first difference."""
     from metaroce.hdl import tx_sched_rows
     from metaroce.tb.lockstep import run_amaranth
     hdl = hdl or tx_sched_rows
     sem = TxSchedModel(**prm)
     items = tc.traffic(sem, n, seed=seed)
     rs = tc.responses(sem, rsps, seed=seed) if rsps else ()
-    model = TxSchedRowsModel(64, **prm)
+    model = TxSchedRowsModel(64, **prm, **(model_kw or {}))
     drv = driver(model.lay, items, seed=seed, rsps=rs, **kw)
-    core = run_amaranth(hdl.TxSchedRows(64, **prm, forward=forward), model, drv,
-                        busy=model.busy)
+    core = run_amaranth(hdl.TxSchedRows(64, **prm, forward=forward, **(rtl_kw or {})), model,
+                        drv, busy=model.busy)
     return core, drv, model, items, rs
 
 
@@ -479,7 +485,8 @@ def test_rows_rtl_lockstep(prm, n, seed, kw):
     writes; 2 x 4 and 4 x 8): 0 mismatches, and the register scheduler's checker passes
     (MR-TXS-314: with rdep33's terms of MR-TXS-310..313; MR-TXS-436/438/439: with lvl42's
     queue terms, chunk bytes and schedule op's bytes; MR-TXS-455: with rows43's parallel
-    forms; MR-TXS-459: with push44's queue tails and forward term)."""
+    forms; MR-TXS-459: with push44's queue tails and forward term; MR-TXS-470..473: with the
+    schedule op's decision formed in S1 behind the hold, and no descriptor forward)."""
     core, drv, model, items, _ = rows_lockstep(prm, n, seed, **kw)
     assert core.mismatches == 0
     tc.check(TxSchedModel(**prm), items, drv.res)
@@ -534,7 +541,9 @@ def test_rows_rtl_failures_and_responses(seed, n):
 def test_rows_rtl_refused():
     """MR-TXS-217, MR-TXS-254, MR-TXS-263: refused work requests held and taken again, and lost
     reports on a full FIFO kept and refilled: a 2-entry resend FIFO, 1,100-byte path windows
-    and 40 % loss (work requests refused on full rings, lost chunks kept): 0 mismatches."""
+    and 40 % loss (work requests refused on full rings, lost chunks kept): 0 mismatches. (Seed
+    2 since s1_45: MR-TXS-470's hold moved seed 1's schedule ops, and its run no longer
+    refilled a kept chunk; seed 2's refuses 11 requests and refills 7 chunks.)"""
     prm = dict(SMALL, resend_depth=2, cwnd=1100)
     refused = {"wr": 0, "lost": 0}
     from metaroce.models import tx_sched_rows as mrows
@@ -547,22 +556,22 @@ def test_rows_rtl_refused():
         return r
     mrows.TxSchedRowsModel._apply = counting
     try:
-        core, drv, model, items, rs = rows_lockstep(prm, 40, 1, rsps=6, loss=0.4, p_cwnd=0.05)
+        core, drv, model, items, rs = rows_lockstep(prm, 40, 2, rsps=6, loss=0.4, p_cwnd=0.05)
     finally:
         mrows.TxSchedRowsModel._apply = orig
     assert core.mismatches == 0 and refused["wr"] and not refused["lost"] and model.refills
     tc.check(TxSchedModel(**prm), items, drv.res, rs)
 
 
-@pytest.mark.parametrize("seed", [35, pytest.param(3, marks=pytest.mark.slow),
+@pytest.mark.parametrize("seed", [STALL_SEED, pytest.param(3, marks=pytest.mark.slow),
                                   pytest.param(6, marks=pytest.mark.slow)])
 def test_rows_rtl_lost_not_queued(seed):
     """MR-TXS-263: the RTL's kept chunks and refills in lockstep with the model on stk31's
     traffic (60 % loss, path states, window writes, random backpressure): 0 mismatches, every
-    work request completes; seed 35 takes refills."""
+    work request completes; ``STALL_SEED`` takes refills."""
     core, drv, model, items, rs = rows_lockstep(dict(SMALL), 40, seed, **STALL_KW)
     assert core.mismatches == 0 and len(drv.res["cqe"]) == 40
-    assert model.refills or seed != 35
+    assert model.refills or seed != STALL_SEED
     tc.check(TxSchedModel(**SMALL), items, drv.res)
 
 
@@ -575,8 +584,7 @@ def test_rows_rtl_without_forwarding_fails():
 
 
 @pytest.mark.parametrize("old,new,kw", [
-    # the descriptor's forward (MR-TXS-252) left out
-    ('wbd_v.eq(s2_ok & s2["desc_we"] & self.forward)', "wbd_v.eq(0)", {}),
+    # (the descriptor's forward's, MR-TXS-252, gone with it: MR-TXS-472)
     # the queues' head read not transparent (MR-TXS-251): a push into an empty queue is missed
     pytest.param("rd = mem.read_port(transparent_for=(wr,))", "rd = mem.read_port()", {},
                  marks=pytest.mark.slow),
@@ -597,7 +605,7 @@ def test_rows_rtl_wrong_forms_fail(old, new, kw):
     hdl = wrong_form("tx_sched_rows", old, new)
     with pytest.raises(Mismatch):
         if kw == "stall":
-            rows_lockstep(dict(SMALL), 40, 35, hdl=hdl, **STALL_KW)
+            rows_lockstep(dict(SMALL), 40, STALL_SEED, hdl=hdl, **STALL_KW)
         else:
             rows_lockstep(dict(SMALL), 30, 1, hdl=hdl, **kw)
 
@@ -632,12 +640,15 @@ def test_rows_rtl_instances():
             TxSchedRows(64, **dict(SMALL, conns=conns))
 
 
-#: MR-TXS-267: the verdict storm's run (seed 11, 30 work requests, a verdict in 10 % of the
-#: cycles): connection paths suspected together, the last active one met by verdicts
+#: MR-TXS-267: the verdict storm's run (30 work requests, a verdict in 10 % of the cycles):
+#: connection paths suspected together, the last active one met by verdicts
 STORM = dict(p_verdict=0.1)
+#: the storm's seed (11 until s1_45; MR-TXS-470's hold moved its schedule ops, and 11 no longer
+#: met a verdict on a last active path: seed 20 does, twice, and stalls with the rule before)
+STORM_SEED = 20
 
 
-def _storm_model(seed=11, n=30, **kw):
+def _storm_model(seed=STORM_SEED, n=30, **kw):
     items = tc.traffic(TxSchedModel(**SMALL), n, seed=seed)
     m = TxSchedRowsModel(64, **SMALL, **kw)
     drv = tc.VerdictStorm(m.lay, items, seed=seed, **STORM)
@@ -651,6 +662,11 @@ def _storm_model(seed=11, n=30, **kw):
 #: MR-TXS-276: the tail probes' traffic: the driver's random probes and the unit's at the
 #: block's quiet points, 60 % loss (so verdicts raise path generations before some probes)
 PROBE_KW = dict(p_idle=0.2, p_bp=0.4, p_cwnd=0.05, cwnd_hi=8000, p_probe=0.05, loss=0.6)
+#: the probes' seed with probes of a path whose generation a verdict raised since their
+#: packet's first frame (4 until s1_45; MR-TXS-470's hold moved its schedule ops and 4 had
+#: none left: seed 5 has one); the seed of the many-probes run without such probes (1 until
+#: s1_45, whose run then had 5 probes dropped, below the test's 6: seed 2, 13 of 26)
+PROBE_GEN_SEED, PROBE_MANY_SEED = 5, 2
 
 
 def probe_frames(res):
@@ -675,7 +691,8 @@ def run_probes(seed, n=40, prm=None, **kw):
     return items, res, m
 
 
-@pytest.mark.parametrize("seed,kw", [(0, {}), (4, {}), (1, {"p_probe": 0.2, "loss": 0.1})])
+@pytest.mark.parametrize("seed,kw", [(0, {}), (PROBE_GEN_SEED, {}),
+                                     (PROBE_MANY_SEED, {"p_probe": 0.2, "loss": 0.1})])
 def test_rows_tail_probes(seed, kw):
     """MR-TXS-270, MR-TXS-271, MR-TXS-272, MR-TXS-273, MR-TXS-274, MR-TXS-276, MR-TXS-278,
     MR-TXS-080, MR-TXS-121: the row model takes the driver's tail probes (random ones, some of an older
@@ -683,7 +700,7 @@ def test_rows_tail_probes(seed, kw):
     dropped; every work request completes; the replay through TxSchedModel finds every
     probe's frame (or drop) the register scheduler's on the same state (MR-TXS-274); each probe
     frame is its packet's first frame with AckReq and RETX set and, where a verdict raised the
-    path's generation since (seed 4: at least one), the path's generation now (MR-TXS-121,
+    path's generation since (``PROBE_GEN_SEED``: at least one), the path's generation now (MR-TXS-121,
     MR-TXS-248); no sent event for a probe; the register scheduler's checker (MR-TXS-092, its
     probe generations MR-TXS-264's) passes on every seed."""
     items, res, m = run_probes(seed, **kw)
@@ -701,7 +718,7 @@ def test_rows_tail_probes(seed, kw):
                     gen=f["gen"])
         assert f == want
         newer += f["gen"] != first["gen"]
-    if seed == 4:
+    if seed == PROBE_GEN_SEED:
         assert newer > 0 and sum(res["verdicts"].values())
     else:
         assert newer == 0
@@ -710,9 +727,10 @@ def test_rows_tail_probes(seed, kw):
 
 def test_rows_probe_first_generation_fails():
     """MR-TXS-276 (negative control): a probe frame carrying its packet's first generation
-    (the wrong form of MR-TXS-121 / MR-TXS-248) where a verdict raised it since (seed 4) fails
+    (the wrong form of MR-TXS-121 / MR-TXS-248) where a verdict raised it since
+    (``PROBE_GEN_SEED``) fails
     the replay; so does a probe frame without RETX."""
-    items, res, m = run_probes(4)
+    items, res, m = run_probes(PROBE_GEN_SEED)
     frame, first = next((f, fi) for f, fi in probe_frames(res) if f["gen"] != fi["gen"])
     k = next(i for i, e in enumerate(m.events) if e[0] == "probe" and e[4] == frame)
     for wrong in ("gen", "retx"):
@@ -728,7 +746,7 @@ def test_rows_probe_first_generation_fails():
 
 @pytest.mark.parametrize("prm,n,seed,kw", [
     (dict(SMALL), 16, 0, {}),
-    pytest.param(dict(SMALL), 40, 4, {}, marks=pytest.mark.slow),
+    pytest.param(dict(SMALL), 40, PROBE_GEN_SEED, {}, marks=pytest.mark.slow),
     pytest.param(dict(SMALL), 40, 1, {"p_probe": 0.2, "loss": 0.1}, marks=pytest.mark.slow),
     pytest.param(dict(SMALL), 40, 3, {"p_bp": 0.8}, marks=pytest.mark.slow),
     pytest.param(dict(SMALL, conns=4, paths=8), 30, 2, {}, marks=pytest.mark.slow)])
@@ -736,7 +754,9 @@ def test_rows_rtl_tail_probes(prm, n, seed, kw):
     """MR-TXS-275, MR-TXS-277: the RTL's tail probes in lockstep with the row model through the
     driver's probes (random ones and the unit's, 60 % loss, window writes, random
     backpressure): 0 mismatches on every port every cycle, probes rebuilt and dropped, every
-    work request completing, the replay passing (each probe the register scheduler's); seed 4:
+    work request completing, the replay passing (each probe the register scheduler's;
+    MR-TXS-472: the probes' and completions' records read without a descriptor forward);
+    ``PROBE_GEN_SEED``:
     probes carrying a generation raised since their packet's first frame."""
     core, drv, model, items, _ = rows_lockstep(prm, n, seed, **dict(PROBE_KW, **kw))
     assert core.mismatches == 0 and len(drv.res["cqe"]) == n
@@ -744,7 +764,7 @@ def test_rows_rtl_tail_probes(prm, n, seed, kw):
     hits = sum(1 for e in pf if e[3])
     assert hits and len(pf) > hits
     replay(model)
-    if seed == 4:
+    if seed == PROBE_GEN_SEED:
         assert any(f["gen"] != fi["gen"] for f, fi in probe_frames(drv.res))
 
 
@@ -753,7 +773,7 @@ def test_rows_rtl_tail_probes(prm, n, seed, kw):
     ("Mux(resend | is_probe, int(MrdhFlag.RETX), 0)", "Mux(resend, int(MrdhFlag.RETX), 0)", {}),
     # a probe frame with the scheduled path's generation, not its own path's (MR-TXS-121)
     pytest.param("frame.gen.eq(Mux(is_probe, tps.gen, gps.gen))", "frame.gen.eq(gps.gen)",
-                 {"seed": 4, "n": 40}, marks=pytest.mark.slow),
+                 {"seed": PROBE_GEN_SEED, "n": 40}, marks=pytest.mark.slow),
     # the frame room without the probes in flight (MR-TXS-272)
     pytest.param("n_frame = n_sched + n_probe", "n_frame = n_sched",
                  {"p_bp": 0.8, "p_probe": 0.3}, marks=pytest.mark.slow)])
@@ -770,8 +790,9 @@ def test_rows_rtl_probe_wrong_forms_fail(old, new, kw):
 
 @pytest.mark.parametrize("old,new,kw", [
     # MR-TXS-312: the ACK request's room without the MTU
+    # (seed 8 since s1_45: MR-TXS-470's hold moved seed 1's schedule ops off the case)
     ("Mux(ps.col, mtu, ps.cwnd) - mtu - ps.inflight", "Mux(ps.col, mtu, ps.cwnd) - ps.inflight",
-     (30, 1)),
+     (30, 8)),
     # MR-TXS-313: a path's since_req on path 0's request
     pytest.param("Mux(req_p[p], 0, ps.since_req + 1)", "Mux(req_p[0], 0, ps.since_req + 1)",
                  (60, 2), marks=pytest.mark.slow),
@@ -831,7 +852,9 @@ def test_rows_rtl_queue_terms_wrong_forms_fail(old, new, kw):
     hdl = wrong_form("tx_sched_rows", old, new)
     with pytest.raises(Mismatch):
         if kw in ("fail", "fail4"):
-            rows_lockstep(dict(SMALL), 30, 1 if kw == "fail" else 4, hdl=hdl, rsps=4, p_fail=0.1)
+            # seeds 3 and 7 since s1_45 (1 and 4 before: MR-TXS-470's hold moved their
+            # schedule ops, and their failures no longer met the wrong terms)
+            rows_lockstep(dict(SMALL), 30, 3 if kw == "fail" else 7, hdl=hdl, rsps=4, p_fail=0.1)
         else:
             rows_lockstep(dict(SMALL), kw[0], kw[1], hdl=hdl, **kw[2])
 
@@ -839,9 +862,9 @@ def test_rows_rtl_queue_terms_wrong_forms_fail(old, new, kw):
 @pytest.mark.parametrize("old,new,kw", [
     # MR-TXS-452: the level with a push and a pop together counted as a push (MR-TXS-459:
     # the ring's level behind the tail register; slow, the tail's wrong form is the default)
-    # (stk31's traffic, seed 35: the ring pushed and popped in one cycle)
+    # (stk31's traffic at STALL_SEED: the ring pushed and popped in one cycle)
     pytest.param("level.eq(Mux(push == pop, level,", "level.eq(Mux(~push & ~pop, level,",
-                 (40, 35, STALL_KW), marks=pytest.mark.slow),
+                 (40, STALL_SEED, STALL_KW), marks=pytest.mark.slow),
     # MR-TXS-454: a probe's LAST by the schedule op's place
     pytest.param("Mux(~Mux(is_probe, p_before, sp.before)", "Mux(~Mux(is_probe, sp.before, sp.before)",
                  "probe", marks=pytest.mark.slow),
@@ -958,8 +981,25 @@ def test_rows_rtl_push_wrong_forms_fail(old, new, kw):
         rows_lockstep(dict(SMALL), kw[0], kw[1], hdl=hdl, **kw[2])
 
 
+@pytest.mark.parametrize("model_hold", [False, pytest.param(True, marks=pytest.mark.slow)])
+def test_rows_rtl_s1_decision_wrong_forms_fail(model_hold):
+    """MR-TXS-470, MR-TXS-471, MR-TXS-473 (negative controls): the RTL without the hold
+    (``sched_hold=False``: a schedule op taken right behind an operation of its connection, its
+    decision formed in S1 on a row without that operation's write) mismatches the model
+    without the hold (the timing before s1_45) and, slow, the model with it; the same traffic
+    with the hold holds schedule ops (``sched_waits``, the model alone; the locksteps with the
+    hold on both sides are the other tests')."""
+    from metaroce.tb.lockstep import Mismatch
+    if not model_hold:
+        _, res, m = run_rows(dict(SMALL), 30, 0)
+        assert m.sched_waits > 0 and len(res["cqe"]) == 30
+    with pytest.raises(Mismatch):
+        rows_lockstep(dict(SMALL), 30, 0, model_kw={"sched_hold": model_hold},
+                      rtl_kw={"sched_hold": False})
+
+
 def test_rows_last_active_kept():
-    """MR-TXS-266, MR-TXS-267: the row model on the verdict storm (seed 11) completes every work
+    """MR-TXS-266, MR-TXS-267: the row model on the verdict storm (``STORM_SEED``) completes every work
     request, passes the register scheduler's checker and the replay (MR-TXS-230, the register
     scheduler with MR-TXS-290 too), and took verdicts on a connection's last active path as
     reroutes."""
@@ -979,9 +1019,9 @@ def test_rows_last_active_lost_stalls():
 
 def test_rows_rtl_last_active():
     """MR-TXS-266..268: the row scheduler's RTL in lockstep with its model on the verdict storm
-    (seed 11) with random backpressure: 0 mismatches, every work request completes, verdicts
+    (``STORM_SEED``) with random backpressure: 0 mismatches, every work request completes, verdicts
     taken as reroutes."""
-    core, drv, model, items, _ = rows_lockstep(dict(SMALL), 30, 11, driver=tc.VerdictStorm,
+    core, drv, model, items, _ = rows_lockstep(dict(SMALL), 30, STORM_SEED, driver=tc.VerdictStorm,
                                                **STORM)
     assert len(drv.res["cqe"]) == len(items) and model.kept >= 1
     tc.check(TxSchedModel(**SMALL), items, drv.res)
@@ -997,7 +1037,7 @@ def test_rows_rtl_last_active_wrong_form_fails():
     from metaroce.tb.lockstep import Mismatch, wrong_form
     hdl = wrong_form("tx_sched_rows", *ROWS_LAST_ACTIVE_WRONG)
     with pytest.raises(Mismatch):
-        rows_lockstep(dict(SMALL), 30, 11, hdl=hdl, driver=tc.VerdictStorm, **STORM)
+        rows_lockstep(dict(SMALL), 30, STORM_SEED, hdl=hdl, driver=tc.VerdictStorm, **STORM)
 
 
 @pytest.mark.parametrize("seed,kw", [(1, {}), (2, {"p_probe": 0.05})])

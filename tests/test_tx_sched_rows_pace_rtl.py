@@ -83,18 +83,21 @@ def _early_in_write_window(early, writes):
                    and 1 <= now // 4 - cy <= 2 for cy, w in writes), (conn, now, pu)
 
 
-#: MR-TXS-371's run on the model alone: the random run at seed 7 of 20 work requests
-SEED7_ENV = {"TXP_ROWS": "1", "TXP_SEED": "7", "TXP_WRS": "20"}
+#: MR-TXS-371's run on the model alone: the random run of 20 work requests at seed 15 (7 until
+#: s1_45: MR-TXS-470's hold moved its schedule ops and seed 7's early packet with them; seed 15
+#: is the next of 1..40 whose run without MR-TXS-372's hold sends one packet early, and with it
+#: holds a schedule op)
+RETIME_ENV = {"TXP_ROWS": "1", "TXP_SEED": "15", "TXP_WRS": "20"}
 
 
 def test_rows_time_write_in_flight_not_early():
     """MR-TXS-165, MR-TXS-372, MR-TXS-373 (the model alone, no simulator): the rows joined with
-    the pacer on the random run at seed 7 (20 work requests, rate writes in 3 % of the cycles,
-    half with a time) send no packet before the pacer's ``pace_until`` (tb/tx_pace.py
-    ``figures``' strict check): the schedule op that sent connection 1's packet at 1,360 ns
-    (1 cycle after a write set its time to 1,435 ns, MR-TXS-371) is held; the replay passes, and
+    the pacer on the random run at ``RETIME_ENV``'s seed (20 work requests, rate writes in 3 %
+    of the cycles, half with a time) send no packet before the pacer's ``pace_until``
+    (tb/tx_pace.py ``figures``' strict check): the schedule op that sent connection 1's packet
+    at 2,244 ns (a cycle or two after a write set its time to 2,603 ns, MR-TXS-371) is held; the replay passes, and
     fails with the hold's mark taken off."""
-    c = tbp.case(SEED7_ENV)
+    c = tbp.case(RETIME_ENV)
     run_alone(c.model, c.drv)
     row = tbp.figures(c, 0, 0)
     assert row["early"] == [] and row["held_sched"] >= 1
@@ -110,15 +113,15 @@ def test_rows_time_write_in_flight_not_early():
 
 def test_rows_time_write_in_flight_wrong_form_early():
     """MR-TXS-374 (negative control): the old behaviour (``TXP_MODEL=retime_hold=0``: no hold)
-    on the same run sends connection 1's packet at 1,360 ns before ``pace_until`` 1,435 ns,
-    1 cycle after the write that set that time, and fails the strict check."""
+    on the same run sends connection 1's packet at 2,244 ns before ``pace_until`` 2,603 ns,
+    a cycle or two after the write that set that time, and fails the strict check."""
     from metaroce.models import tx_pace_cases as pc
     from metaroce.models.tx_sched import SMALL
-    c = tbp.case(dict(SEED7_ENV, TXP_MODEL="retime_hold=0"))
+    c = tbp.case(dict(RETIME_ENV, TXP_MODEL="retime_hold=0"))
     assert c.model.sched.retime_hold is False
     run_alone(c.model, c.drv)
     early = pc.check_paced(c.model, SMALL["mtu"])["early"]
-    assert early == [(1, 1360, 1435)]
+    assert early == [(1, 2244, 2603)]
     _early_in_write_window(early, c.drv.res["pace_writes"])
     with pytest.raises(AssertionError):
         tbp.figures(c, 0, 0)
@@ -126,7 +129,7 @@ def test_rows_time_write_in_flight_wrong_form_early():
 
 @pytest.mark.slow
 def test_rows_time_write_in_flight_rtl():
-    """MR-TXS-372, MR-TXS-374 (the Amaranth simulator): the block on MR-TXS-371's seed-7 run:
+    """MR-TXS-372, MR-TXS-374 (the Amaranth simulator): the block on MR-TXS-371's run:
     0 mismatches, a schedule op held, none early, the replay. The RTL's old behaviour
     (``TxSchedRows(retime_hold=False)``) mismatches the model; with the model's old behaviour
     too it agrees (0 mismatches) and sends the early packet, failing the strict check."""
@@ -134,19 +137,19 @@ def test_rows_time_write_in_flight_rtl():
     from metaroce.hdl.tx_sched_rows_paced import tx_sched_rows_paced_small
     from metaroce.models.tx_sched import SMALL
     from metaroce.tb.lockstep import run_amaranth
-    c = tbp.case(SEED7_ENV)
+    c = tbp.case(RETIME_ENV)
     core = run_amaranth(tx_sched_rows_paced_small(64), c.model, c.drv, busy=c.model.busy)
     row = tbp.figures(c, core.cycle, core.mismatches)
     assert core.mismatches == 0 and row["early"] == [] and row["held_sched"] >= 1
     old = PacedTxSched(64, **SMALL, rows=True, retime_hold=False)
-    c = tbp.case(SEED7_ENV)
+    c = tbp.case(RETIME_ENV)
     with pytest.raises(Mismatch):
         run_amaranth(old, c.model, c.drv, busy=c.model.busy)
-    c = tbp.case(dict(SEED7_ENV, TXP_MODEL="retime_hold=0"))
+    c = tbp.case(dict(RETIME_ENV, TXP_MODEL="retime_hold=0"))
     old = PacedTxSched(64, **SMALL, rows=True, retime_hold=False)
     core = run_amaranth(old, c.model, c.drv, busy=c.model.busy)
     assert core.mismatches == 0
-    with pytest.raises(AssertionError, match="1360"):
+    with pytest.raises(AssertionError, match="2244"):
         tbp.figures(c, core.cycle, core.mismatches)
 
 

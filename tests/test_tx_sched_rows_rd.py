@@ -161,7 +161,9 @@ def test_rows_rd_responses_pass_a_held_read():
 @pytest.mark.parametrize("prm,n,seed,kw", [
     (dict(SMALL), 16, 12, {}),
     pytest.param(dict(SMALL), 40, 3, {"p_idle": 0.5}, marks=pytest.mark.slow),
-    pytest.param(dict(SMALL, conns=4, paths=8), 40, 2, {"p_cwnd": 0.05, "p_rd": 0.2},
+    # (seed 1 since s1_45: MR-TXS-470's hold moved seed 2's schedule ops, and no READ of its
+    # run waited for its number's read)
+    pytest.param(dict(SMALL, conns=4, paths=8), 40, 1, {"p_cwnd": 0.05, "p_rd": 0.2},
                  marks=pytest.mark.slow)])
 def test_rows_rtl_rd_rows(prm, n, seed, kw):
     """MR-TXS-325..328, MR-TXS-330: ``TxSchedRows(rd_rows=True)`` in lockstep with the model,

@@ -23,10 +23,12 @@ from metaroce.tb.lockstep import Mismatch
 
 MODULE, TEST = "metaroce.tb.tx_sched_rows", "tx_sched_rows_lockstep"
 
-#: MR-TXS-267's verdict storm (tests/test_tx_sched_rows.py STORM, seed 11, 30 work requests)
-STORM_ENV = {"TXR_STORM": "0.1", "TXR_SEED": "11", "TXR_WRS": "30"}
-#: stk31's traffic (tests/test_tx_sched_rows.py STALL_KW), seed 35: kept chunks and refills
-STALL_ENV = {"TXR_SEED": "35", "TXR_WRS": "40", "TXR_PIDLE": "0.2", "TXR_PBP": "0.4",
+#: MR-TXS-267's verdict storm (tests/test_tx_sched_rows.py STORM, STORM_SEED: 20 since s1_45,
+#: 11 before; 30 work requests)
+STORM_ENV = {"TXR_STORM": "0.1", "TXR_SEED": "20", "TXR_WRS": "30"}
+#: stk31's traffic (tests/test_tx_sched_rows.py STALL_KW), STALL_SEED (16 since s1_45, 35
+#: before): kept chunks and refills
+STALL_ENV = {"TXR_SEED": "16", "TXR_WRS": "40", "TXR_PIDLE": "0.2", "TXR_PBP": "0.4",
              "TXR_LOSS": "0.6", "TXR_PCWND": "0.05", "TXR_CWND_HI": "8000"}
 
 
@@ -66,23 +68,24 @@ def test_tx_sched_rows_rtl_lockstep():
 
 @pytest.mark.slow
 def test_tx_sched_rows_rtl_lost_not_queued():
-    """MR-TXS-307 (MR-TXS-263 under Verilator): stk31's traffic at seed 35 (60 % loss, every
+    """MR-TXS-307 (MR-TXS-263 under Verilator): stk31's traffic at STALL_SEED (60 % loss, every
     kind of verdict): 0 mismatches, 40 completions, chunks kept and refilled."""
     row = _run(STALL_ENV)
     assert row["mismatches"] == 0 and row["completions"] == row["work_requests"] == 40
     assert row["refills"] >= 1
     assert {"1", "2", "3"} <= set(row["verdicts"]), row["verdicts"]
 
-#: rowf33's tail-probe traffic (tests/test_tx_sched_rows.py PROBE_KW), seed 4: probes on paths
-#: whose generation a verdict raised since their packet's first frame
-PROBE_ENV = {"TXR_SEED": "4", "TXR_WRS": "40", "TXR_PIDLE": "0.2", "TXR_PBP": "0.4",
+#: rowf33's tail-probe traffic (tests/test_tx_sched_rows.py PROBE_KW), PROBE_GEN_SEED (5 since
+#: s1_45, 4 before): probes on paths whose generation a verdict raised since their packet's
+#: first frame
+PROBE_ENV = {"TXR_SEED": "5", "TXR_WRS": "40", "TXR_PIDLE": "0.2", "TXR_PBP": "0.4",
              "TXR_LOSS": "0.6", "TXR_PCWND": "0.05", "TXR_CWND_HI": "8000", "TXR_PPROBE": "0.05"}
 
 
 @pytest.mark.slow
 def test_tx_sched_rows_rtl_tail_probes():
     """MR-TXS-307 (MR-TXS-275/277 under Verilator): the driver's random tail probes and the
-    unit's at 60 % loss (seed 4): 0 mismatches, 40 completions, probes rebuilt into frames and
+    unit's at 60 % loss (PROBE_GEN_SEED): 0 mismatches, 40 completions, probes rebuilt into frames and
     the checker passing (each probe its packet's frame with the path's generation now,
     MR-TXS-264); the run's cycles are the Amaranth lockstep's."""
     row = _run(PROBE_ENV)
@@ -104,7 +107,7 @@ def test_tx_sched_rows_rtl_failures_and_responses():
 
 @pytest.mark.slow
 def test_tx_sched_rows_rtl_last_active():
-    """MR-TXS-307, MR-TXS-309 (MR-TXS-266..268 under Verilator): the verdict storm (seed 11):
+    """MR-TXS-307, MR-TXS-309 (MR-TXS-266..268 under Verilator): the verdict storm (STORM_SEED):
     0 mismatches, every work request completes, verdicts on a last active path kept as
     reroutes; the run's cycles are the Amaranth lockstep's."""
     row = _run(STORM_ENV)
@@ -132,7 +135,7 @@ def test_tx_sched_rows_rtl_wrong_model_fails(tmp_path):
 
 def test_tx_sched_rows_case_knobs():
     """MR-TXS-306, MR-TXS-308 (default run, the model alone: no simulator): the testbench's run
-    from its knobs is the Amaranth locksteps' (the storm at seed 11: 30 completions, two
+    from its knobs is the Amaranth locksteps' (the storm at STORM_SEED: 30 completions, two
     verdicts kept as reroutes, as tests/test_tx_sched_rows.py's ``_storm_model``); a model
     switch is ``name=0|1`` and anything else is refused."""
     from metaroce.models.driver import run_alone
