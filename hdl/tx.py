@@ -57,10 +57,9 @@ from ..models import protocol as P
 from ..models import records
 from ..models import retransmit as rtx_model
 from ..models.frame_builder import DESC_LAYOUT
-from ..models.tx import check_hint_options
 from ..models.tx import (ACK_ONLY_DESC_FIELDS, ERR_DEPTH, KIND_DEPTH, MRDH_VERSION, SHARED_DESC_FIELDS,
-                         SMALL, SRC_LAYOUT, TX_CTR, TX_CTR_BASE, check_tx_options, header_lane,
-                         id_depth, layouts)
+                         SMALL, SRC_LAYOUT, TX_CTR, TX_CTR_BASE, check_hint_options,
+                         check_tx_options, header_lane, id_depth, layouts)
 from ..models.dma_read import lane_keep
 from ..models.tx_sched import GEN_BITS, STATUS_LOC_PROT_ERR
 from ..models.wire import ENTROPY_MASK, ROCE_PORT, MrdhFlag, Op
@@ -618,7 +617,6 @@ class Tx(wiring.Component):
                      addr_late.eq(self.reg_addr)]
         m.d.comb += self.reg_data.eq(Mux(addr_late >= TX_CTR_BASE, own, rtx.reg_data))
         return m
-
 
     def _join_hints(self, m, cc_on):
         """MR-TX-492/493: the control path's event again (``s_cw_ack``) first, else the unit's
