@@ -17,11 +17,16 @@ without MR-TXS-460's mark at the completion: main's rule), ``rows`` (``TxSchedRo
 drops of the model, and the lockstep's verdict (0 mismatches, or the first one).
 """
 import sys
+from pathlib import Path
 
 import metaroce.tb.lockstep as L
 from metaroce.models import tx_sched_cases as tc
 from metaroce.models.tx_sched import SMALL, TxSchedCycleModel, TxSchedModel
 from metaroce.models.tx_sched_rows import TxSchedRowsModel
+
+sys.path.insert(0, str(Path(__file__).parent))
+from stale_sweep45 import ints  # noqa: E402  (the seed ranges, one definition)
+
 
 class FailDriver(tc.Driver):
     """``tc.Driver`` whose message failures have status 4 and (``sem`` given) the live
@@ -45,14 +50,6 @@ class FailDriver(tc.Driver):
 
 
 RULE = "with m.If(comp_act & (comp_conn == c) & (rq_slot[c][k][:sdb] == comp_e[:sdb])):"
-
-
-def ints(text):
-    out = []
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        out += range(int(lo), int(hi or lo) + 1)
-    return out
 
 
 def main(argv):
