@@ -203,7 +203,6 @@ async def tx_verdicts(dut):
     "down" (MR-TX-270's run) or "random" (MR-TX-262's). ``TX_RESTORES=0`` (MR-TX-271, the
     negative control): the model without the restores (the RTL keeps them); the run then stops
     at the first mismatch, which is reported rather than raised. Results to ``TX_OUT``."""
-    from .lockstep import Mismatch
     width = _width(dut)
     run = os.environ.get("TX_VERDICTS_RUN", "down")
     restores = os.environ.get("TX_RESTORES", "1") == "1"
@@ -253,7 +252,6 @@ async def tx_hints(dut):
     the unit's hint dropped (the RTL keeps it); the first mismatch is reported rather than
     raised. Results to ``TX_OUT``."""
     from metaroce.models import tx_hint_cases as hc
-    from .lockstep import Mismatch
     width = _width(dut)
     dropped = os.environ.get("TX_HINT_DROPPED", "0") == "1"
     model, h = await _harness(dut, width, hints=True, hint_dropped=dropped)
