@@ -479,10 +479,8 @@ class Tx(wiring.Component):
         self.cwnd = Cwnd(width, conns, paths, verdicts=self.verdicts, share_out=self.share_out,
                          hints=self.hints)
         self.width = width
-        self.lay = lay = (layouts(conns, streams, paths, depth, pool, verdicts=True,
-                                  share_out=self.share_out) if self.verdicts
-                          else layouts(conns, streams, paths, depth, pool, hints=True) if self.hints
-                          else self.data.lay)
+        self.lay = lay = layouts(conns, streams, paths, depth, pool, verdicts=self.verdicts,
+                                 share_out=self.share_out, hints=self.hints)   # TxData's when all off
         rd_port = {"m_rd": Out(stream.Signature(lay.sched.rd))} if self.rd_rows else {}
         # MR-TX-233: the pacer's writes and configuration, the paced scheduler's own ports
         if self.pacing:

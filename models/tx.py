@@ -621,10 +621,8 @@ class TxCycleModel:
         self.cwnd = cwnd_model.CwndCycleModel(width, conns, paths, verdicts=self.verdicts,
                                               share_out=self.share_out, hints=self.hints)
         self.cw_mtu = kw["mtu"]
-        self.lay = (layouts(conns, streams, paths, depth, pool, verdicts=True,
-                            share_out=self.share_out) if self.verdicts
-                    else layouts(conns, streams, paths, depth, pool, hints=True) if self.hints
-                    else self.data.lay)
+        self.lay = layouts(conns, streams, paths, depth, pool, verdicts=self.verdicts,
+                           share_out=self.share_out, hints=self.hints)   # TxData's when all off
         # MR-TX-257: with verdicts, the records the windows took in order: ("path", s_path
         # record) and ("ack", ACK event)
         self.cw_log = []
