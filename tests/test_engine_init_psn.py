@@ -1,0 +1,111 @@
+"""The engine's initial send PSNs through its host registers (docs/spec/hw-engine.md section 5o,
+MR-ENG-301..310; hw-regs.md MR-REG-070..072): the table 9 rows, the join to the TX half's
+``s_psn``, the counter of ignored writes, and the runs across the 24-bit wrap."""
+import pytest
+
+from metaroce.models import cosim_engine as ce
+from metaroce.models import engine_cases as ec
+from metaroce.models.engine import PSN_IGNORED_CTR, EngineModel, engine_layouts, tx_psn_write
+from metaroce.models.regs import eng_counter_names, register_map
+from metaroce.models.rx import TABLE_TX_PSN, layouts as rx_layouts, unpack
+
+#: MR-ENG-307: every path's initial PSN in the runs across the wrap
+WRAP = (1 << 24) - 4
+
+
+def _lays():
+    from metaroce.models.rx import SMALL as RX_SMALL
+    return rx_layouts(2, 4, 256, streams=RX_SMALL["streams"]).cfg, engine_layouts().sched.psn
+
+
+def test_table_9_record_and_counter_index():
+    """MR-ENG-302, MR-REG-070/071: a table 9 record is ``{9, conn x paths + path, psn}`` (24 bits
+    kept), the engine counter window's index 7 is PSN_IGNORED (``ENG_PSN_IGNORED_LO`` at 0x338),
+    and the register table names table 9."""
+    cfg_lay, _ = _lays()
+    r = unpack(cfg_lay, tx_psn_write(cfg_lay, 4, 1, 3, (1 << 24) + 5))
+    assert (r["table"], r["addr"], r["data"]) == (TABLE_TX_PSN, 7, 5) and TABLE_TX_PSN == 9
+    assert eng_counter_names()[PSN_IGNORED_CTR] == "PSN_IGNORED" and PSN_IGNORED_CTR == 7
+    rmap = register_map(eng=True)
+    assert rmap.get("ENG_PSN_IGNORED_LO").offset == 0x338 and rmap.get("CTR_COUNTS").reset >> 24 == 8
+    assert "9 initial send PSN" in rmap.get("CFG_TABLE").desc
+
+
+def test_psn_init_lockstep_amaranth():
+    """MR-ENG-309: ``PsnInit`` (RTL, Amaranth simulator) in lockstep with ``PsnInitModel`` on every
+    output every cycle for 400 cycles of random taps (tables 1..9), ``psn_ignored`` pulses and
+    counter selects: 0 mismatches, table 9 writes sent. Negative control: a model that takes
+    the PSN from the record's bits [24:1] mismatches."""
+    from metaroce.hdl.engine import PsnInit
+    from metaroce.models.engine import PsnInitModel
+    from metaroce.tb.lockstep import Mismatch, run_amaranth
+    cfg_lay, psn_lay = _lays()
+    drv = ec.PsnInitLoop(cfg_lay, n=400, seed=3)
+    model = ec.PsnInitCycleModel(2, 4, cfg_lay, psn_lay)
+    core = run_amaranth(PsnInit(cfg_lay, psn_lay), model, drv)
+    assert core.mismatches == 0 and drv.writes > 30 and model.m.ctr > 50
+
+    class Psn23(PsnInitModel):
+        """A naive 23-bit PSN: the record's bit 23 dropped."""
+        def step(self, tap_take, tap, ignored, reg_addr):
+            super().step(tap_take, tap & ~(1 << (dict(cfg_lay)["data"].offset + 23)), ignored, reg_addr)
+
+    bad = ec.PsnInitCycleModel(2, 4, cfg_lay, psn_lay)
+    bad.m = Psn23(2, 4, cfg_lay, psn_lay)
+    with pytest.raises(Mismatch, match="m_psn__payload"):
+        run_amaranth(PsnInit(cfg_lay, psn_lay), bad, ec.PsnInitLoop(cfg_lay, n=400, seed=3))
+
+
+def _late_rows_run(model, *, init_psn=WRAP, seed=5, nbytes=5000, loss=0.2):
+    """MR-ENG-308: the engine writes ``nbytes`` to itself in 2 WRITEs over the lossy loopback with
+    every path's initial PSN ``init_psn`` (its table 9 rows and the RX's path rows at the setup);
+    then the host writes table 9 rows again, the 4 of the started connection (PSN 5) and path 2
+    of the other (PSN 123, never started), then reads the engine's counters through ``s_axil``.
+    ``model``: the engine under test's model (the loop runs on it or alongside the RTL)."""
+    drv, s, region, src = ce.loopback_run(64, nbytes, seed=seed, loss=loss, n_writes=2, init_psn=init_psn)
+    qp = s.conns[0].qp
+    late = ce.tx_psn_rows(qp, 5) + ce.tx_psn_rows(1 - qp, 123)[2:3]
+    cl = ec.CounterLoop(ec.HostWrites(drv, late, register_map(s.lay), seed=seed + 1), sources=("eng",),
+                        seed=seed + 2)
+    return drv, s, region, src, cl
+
+
+def _check_late_rows(drv, s, region, src, cl, model):
+    """MR-ENG-308: the run's check; every path's first data PSN the table 9 row's (the PSNs as
+    sent, by UDP source port); the 4 late rows of the started connection ignored and counted
+    (the counter read through ``s_axil`` equal to the model's), the other connection's landed."""
+    r = ce.check(drv, region, src)
+    qp = s.conns[0].qp
+    assert r["lost"] > 0 and len(drv.psns) == 4 and all(WRAP in ps for ps in drv.psns.values())
+    eng = cl.counters["eng"]
+    assert eng[PSN_IGNORED_CTR] == model.psn.ctr == 4 and model.psn.writes == 4 + 5
+    sem = model.tx.sched.sem
+    assert sem.path[(1 - qp) * sem.paths + 2]["next_psn"] == 123
+    assert all(sem.path[qp * sem.paths + p]["next_psn"] != 5 for p in range(sem.paths))
+    return r
+
+
+def test_engine_model_init_psn_rows():
+    """MR-ENG-303, MR-ENG-304, MR-ENG-308 on the model: the table 9 rows written at the setup set
+    every path's first PSN (4 below the wrap), the late rows of the started connection are
+    ignored and counted (4, read through ``s_axil``), the other connection's lands."""
+    from metaroce.models.cosim import run_loop
+    model = EngineModel(64)
+    drv, s, region, src, cl = _late_rows_run(model)
+    run_loop(cl, model, model.busy)
+    _check_late_rows(drv, s, region, src, cl, model)
+
+
+@pytest.mark.slow       # the whole engine in the Amaranth simulator: minutes
+def test_engine_lockstep_amaranth_init_psn_rows():
+    """MR-ENG-308 on the RTL: ``Engine`` (Amaranth simulator) in lockstep with EngineModel, every
+    output every cycle, backpressure on every output and random AXI latencies, on
+    :func:`test_engine_model_init_psn_rows`'s run: 0 mismatches and its checks."""
+    from metaroce.hdl.engine import Engine
+    from metaroce.tb.lockstep import run_amaranth
+    model = EngineModel(64, max_frame=2048)
+    drv, s, region, src, cl = _late_rows_run(model)
+    core = run_amaranth(Engine(64, max_frame=2048), model, cl, busy=model.busy)
+    assert core.mismatches == 0
+    _check_late_rows(drv, s, region, src, cl, model)
+    print("engine lockstep, init PSN rows:", {"cycles": core.cycle})
