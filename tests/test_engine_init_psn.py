@@ -109,3 +109,54 @@ def test_engine_lockstep_amaranth_init_psn_rows():
     assert core.mismatches == 0
     _check_late_rows(drv, s, region, src, cl, model)
     print("engine lockstep, init PSN rows:", {"cycles": core.cycle})
+
+
+#: MR-ENG-307: the wrap run's scenario (64 KiB each way at 5 % loss, every path from 2^24 - 8)
+def _wrap_config():
+    from metaroce.models import cosim, cosim_tx
+    return cosim.Config(**{**cosim_tx.TX_CONFIG, "n_conns": 1, "nbytes": 65536, "back": 65536, "loss": 0.05,
+                           "seed": 3, "init_psn": (1 << 24) - 8})
+
+
+def _check_wrap(r, cfg):
+    """MR-ENG-307: ok, every path of both engines across the wrap, each host's completions the
+    reference endpoints' on the same scenario (model <-> model)."""
+    assert r["ok"] and r["sha256_match"] and r["fabric"]["lost"] > 0
+    for e in r["engines"].values():
+        assert e["psn_wrap"]["paths"] == e["psn_wrap"]["wrapped"] == 4, e["psn_wrap"]
+    ref = ce.run_reference_pair(cfg, *ce.reference_writes(cfg, "peer"))
+    assert ref["ok"] and [r["engines"][h]["completions_digest"] for h in ("h0", "h1")] == ref["completions_digest"]
+
+
+@pytest.mark.slow       # two engines' models: about 30 s
+def test_two_engines_model_psn_wrap():
+    """MR-ENG-306/307 on the models (model <-> model engines): the wrap run's checks."""
+    cfg = _wrap_config()
+    _check_wrap(ce.run_peer_model(cfg, pair=True), cfg)
+
+
+@pytest.mark.slow       # the pair build of the block engine under Verilator (minutes), lockstep
+def test_two_engines_rtl_psn_wrap():
+    """MR-ENG-307: two RTL engines (the pair build, Verilator) in lockstep with EnginePairModel,
+    every path's initial PSN 2^24 - 8 both ways through their table 9 rows: 0 mismatches and
+    the wrap run's checks."""
+    from metaroce.commands.cosim import run_rtl
+    cfg = _wrap_config()
+    r = run_rtl(cfg, lockstep=True, direction="pair")
+    assert r["mismatches"] == 0
+    _check_wrap(r, cfg)
+    print("two engines across the wrap:", {k: r[k] for k in ("cycles", "goodput_vs_limit", "wall_s")},
+          {h: e["psn_wrap"] for h, e in r["engines"].items()})
+
+
+def test_cosim_init_psn_cli_errors(capsys):
+    """MR-ENG-306: ``metaroce cosim --init-psn`` is a whole engine's option (with ``--peer rtl`` or
+    ``endpoint``) and a 24-bit PSN; ``Config.validate`` refuses a PSN beyond 24 bits too."""
+    from metaroce.cli import main
+    from metaroce.models import cosim
+    assert main(["cosim", "--init-psn", "5", "--json"]) == 2
+    assert main(["cosim", "--peer", "rtl", "--init-psn", str(1 << 24), "--json"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "--peer rtl" in err[0] and "0..16777215" in err[1]
+    with pytest.raises(ValueError, match="init_psn"):
+        cosim.Config(init_psn=-1).validate()
