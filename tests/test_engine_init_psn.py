@@ -145,8 +145,9 @@ def test_two_engines_rtl_psn_wrap():
     r = run_rtl(cfg, lockstep=True, direction="pair")
     assert r["mismatches"] == 0
     _check_wrap(r, cfg)
-    print("two engines across the wrap:", {k: r[k] for k in ("cycles", "goodput_vs_limit", "wall_s")},
-          {h: e["psn_wrap"] for h, e in r["engines"].items()})
+    print("two engines across the wrap:", {k: r[k] for k in ("mismatches", "cycles", "goodput_vs_limit",
+                                                            "goodput_gbps", "wall_s", "cycles_per_s")},
+          r["fabric"]["lost"], {h: (e["psn_wrap"], e["completions_digest"]) for h, e in r["engines"].items()})
 
 
 def test_cosim_init_psn_cli_errors(capsys):
