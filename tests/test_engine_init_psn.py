@@ -128,7 +128,7 @@ def _check_wrap(r, cfg):
     assert ref["ok"] and [r["engines"][h]["completions_digest"] for h in ("h0", "h1")] == ref["completions_digest"]
 
 
-@pytest.mark.slow       # two engines' models: about 30 s
+@pytest.mark.slow       # two engines' models: 83 s at load 20
 def test_two_engines_model_psn_wrap():
     """MR-ENG-306/307 on the models (model <-> model engines): the wrap run's checks."""
     cfg = _wrap_config()
