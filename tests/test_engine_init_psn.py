@@ -161,3 +161,42 @@ def test_cosim_init_psn_cli_errors(capsys):
     assert len(err) == 2 and "--peer rtl" in err[0] and "0..16777215" in err[1]
     with pytest.raises(ValueError, match="init_psn"):
         cosim.Config(init_psn=-1).validate()
+
+
+@pytest.mark.slow       # a model loopback with the row scheduler
+def test_engine_rows_ignore_init_psn_rows():
+    """MR-ENG-304: with the row scheduler (``rows``, no initial PSN in this slice) every table 9
+    write is ignored and counted, even of a connection that never started (the register
+    scheduler's engine lands that one: ``test_engine_model_init_psn_rows``): a loopback from PSN
+    0, then one table 9 row of the other connection; ``ENG_PSN_IGNORED`` reads 1."""
+    from metaroce.models.cosim import run_loop
+    model = EngineModel(64, rows=True)
+    drv, s, region, src = ce.loopback_run(64, 2000, seed=5, loss=0.0, n_writes=1)
+    qp = s.conns[0].qp
+    cl = ec.CounterLoop(ec.HostWrites(drv, ce.tx_psn_rows(1 - qp, 123)[2:3], register_map(s.lay), seed=6),
+                        sources=("eng",), seed=7)
+    run_loop(cl, model, model.busy)
+    ce.check(drv, region, src)
+    assert all(min(ps) == 0 for ps in drv.psns.values())
+    assert cl.counters["eng"][PSN_IGNORED_CTR] == model.psn.ctr == 1 and model.psn.writes == 1
+
+
+@pytest.mark.slow       # runs to its cycle bound
+def test_engine_with_wrong_psn_rows_fails(monkeypatch):
+    """MR-ENG-306, negative control: the loopback of ``test_engine_model_init_psn_rows`` with its
+    RX expecting 2^24 - 4 but its table 9 rows 2^23 away (the TX half's PSNs not the ones the
+    RX's path rows expect; without rows the TX's 0 is only 4 ahead, inside the RX's window,
+    and the run completes): the RX takes the frames for duplicates (2^23 behind in the half
+    space, counted), accepts and places nothing, and the run does not finish."""
+    from metaroce.models.cosim import run_loop
+    from metaroce.models.regs import counter_names
+    rows = ce.tx_psn_rows
+    monkeypatch.setattr(ce, "tx_psn_rows", lambda qp, psn: rows(qp, (psn + (1 << 23)) % (1 << 24)))
+    model = EngineModel(64)
+    drv, s, region, src = ce.loopback_run(64, 5000, seed=5, loss=0.0, n_writes=2, init_psn=WRAP)
+    with pytest.raises(AssertionError, match="not finished"):
+        run_loop(drv, model, model.busy, max_cycles=20_000)
+    rx = dict(zip(counter_names(), model.rx.rx.rx.counters))
+    # 2^23 behind the expected PSN in the half space: duplicates, never accepted
+    assert rx["DUPLICATE"] > 0 and rx["ACCEPTED"] == 0 and rx["PLACED_BYTES"] == 0
+    assert all(min(ps) == WRAP - (1 << 23) for ps in drv.psns.values())
