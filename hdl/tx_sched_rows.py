@@ -286,8 +286,9 @@ class TailSyncFifo(Elaboratable):
 class TxSchedRows(wiring.Component):
     """The row scheduler (docs/spec/hw-tx-sched.md section 16, MR-TXS-250): the ports of
     :class:`~metaroce.hdl.tx_sched.TxSched` (MR-TXS-002; tail probes, MR-TXS-270..279;
-    ``restores``: ``m_restore``, MR-TXS-284..289; ``rd_rows``: ``m_rd``, MR-TXS-325..330; no
-    pacing, MR-TXS-235), its state in a row memory (:class:`RowPipe`) and a descriptor memory,
+    ``restores``: ``m_restore``, MR-TXS-284..289; ``rd_rows``: ``m_rd``, MR-TXS-325..330;
+    ``s_psn``/``psn_ignored``, MR-TXS-481..484; ``pacing``, MR-TXS-337..346), its state in a
+    row memory (:class:`RowPipe`) and a descriptor memory,
     the arbiter and the boundary registers (MR-TXS-210/211/217), the active and completion
     queues (:class:`ConnFifo`, MR-TXS-212..215), the output queues (MR-TXS-216) and S2's
     operations on a row (MR-TXS-207/208, :meth:`_s2`: the semantics of

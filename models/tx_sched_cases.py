@@ -154,7 +154,8 @@ class Driver(CounterReadout):
         # (each held until taken); with ``late_psn`` one more write per connection after that
         # connection's first frame (it has started: ignored, MR-TXS-466/483)
         self.init_psns = dict(init_psns or {})
-        self.psn_w = [{"conn": c, "path": p, "psn": v} for (c, p), v in sorted(self.init_psns.items())]
+        self.psn_w = [{"conn": c, "path": p, "psn": v}
+                      for (c, p), v in sorted(self.init_psns.items())]
         self.psn_i, self.late_psn, self._late_done = 0, bool(late_psn), set()
         self.psn_port = bool(self.psn_w or self.late_psn)
         # MR-TXS-445/446: every other flush (the first too) times the paths out before it ACKs them, so that

@@ -30,8 +30,9 @@ from .fifo import SyncFifoModel
 from .rx import pack, unpack
 from . import pacer as pacer_model
 from .tx_sched import (INPUTS, OUT_DEPTH, OUTPUTS, PATH_ACTIVE, PSN_INPUTS, PSN_OUTPUTS,
-                       RESTORE_INPUTS, RESTORE_OUTPUTS, SMALL, GEN_BITS, TxSchedModel, check_params, cqe_entry, cqe_outputs,
-                       is_atomic, is_read, layouts, restore_layout, rsp_item)
+                       RESTORE_INPUTS, RESTORE_OUTPUTS, SMALL, GEN_BITS, TxSchedModel,
+                       check_params, cqe_entry, cqe_outputs, is_atomic, is_read, layouts,
+                       restore_layout, rsp_item)
 
 __all__ = ["row_layouts", "RowLayouts", "pack_row", "unpack_row", "TxSchedRowsModel",
            "OP_KINDS", "PACE_KINDS", "FWD_DISTANCE", "PIPE_STAGES", "rows_restore_layout",
@@ -269,7 +270,7 @@ sent, completion, now)``."""
                  lost_waits=False, last_active_kept=True, restores=False, restore_hold=True,
                  kept_out=True, rd_rows=False, pacing=False, pace_ignored=False,
                  pace_full_only=False, late_queue=True, retime_hold=True, sched_hold=True,
-                 **kw):
+                 psn_wrong=None, **kw):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         prm = dict(SMALL, conns=conns, streams=streams, paths=paths, depth=depth)
@@ -302,6 +303,10 @@ sent, completion, now)``."""
         # MR-TXS-470: no schedule op right behind an operation of its connection
         self.sched_hold = bool(sched_hold)
         self.sched_waits = 0
+        # MR-TXS-485 (negative controls only): "always", an initial PSN lands after its
+        # connection started; "dropped", it never lands
+        assert psn_wrong in (None, "always", "dropped")
+        self.psn_wrong = psn_wrong
         self.rl = row_layouts(conns, streams, paths, depth, prm["chunk_window"],
                               prm["resend_depth"], self.pacing)
         self.lay = layouts(conns, streams, paths, depth)
@@ -569,7 +574,8 @@ sent, completion, now)``."""
         elif kind == "psn":
             # MR-TXS-482/483: lands on a row that has started nothing (its connection has no
             # work, so no decision has read the row's PSNs), else changes nothing
-            landed = not cr["started"]
+            landed = {None: not cr["started"], "always": True,
+                      "dropped": False}[self.psn_wrong]
             if landed:
                 sem.path[f["path"]]["next_psn"] = f["psn"]
         elif kind in ("acked", "lost"):

@@ -183,9 +183,9 @@ def test_model_psn_wrap(rows, seed):
     traffic with 15 % loss: every work request completes, each path's PSNs run from its
     initial PSN across the wrap (the checker), frames and resends past the wrap on every path;
     the write per connection after the first frame is ignored (``psn_ignored`` once each);
-    the register scheduler's ``s_psn`` never not ready (MR-TX-469). MR-TX-501: with the row
-    scheduler too (``rows``; seed 2: at seed 1 its paths take another order and one does not
-    reach the wrap)."""
+    the register scheduler's ``s_psn`` never not ready (MR-TX-469, MR-TX-500). MR-TX-501: with
+    the row scheduler too (``rows``; seed 2: at seed 1 its paths take another order and one
+    does not reach the wrap)."""
     sem = sched_sem(SMALL)
     items, lay = xc.traffic(sem, 40, seed=seed, max_len=2500)
     rsps = xc.responses(sem, 10, lay, seed=seed, max_len=2500)

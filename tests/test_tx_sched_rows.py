@@ -629,22 +629,40 @@ def test_rows_rtl_initial_psns(prm, n, seed, below, kw):
     frame, ignored), window writes, loss, idle cycles and backpressure: 0 mismatches; each
     path's PSNs run from its initial PSN across the wrap (the checker); the replay finds every
     write landed exactly when no request of its connection was applied before it; the late
-    writes ignored (``psn_ignored`` once each); every connection's frames past the wrap."""
-    core, drv, model, items, _ = rows_lockstep(prm, n, seed, **psn_case(prm, seed, below), **kw)
+    writes ignored (``psn_ignored`` once each); every connection's frames past the wrap.
+    Negative controls: the model with a write landing after its connection started, or with
+    every write dropped, mismatches the RTL."""
+    from metaroce.hdl.tx_sched_rows import TxSchedRows
+    from metaroce.tb.lockstep import AmaranthSim, Mismatch
+    sem = TxSchedModel(**prm)
+    items = tc.traffic(sem, n, seed=seed)
+    sim = AmaranthSim(TxSchedRows(64, **prm))
+
+    def run(**model_kw):
+        model = TxSchedRowsModel(64, **prm, **model_kw)
+        drv = tc.Driver(model.lay, items, seed=seed, **psn_case(prm, seed, below), **kw)
+        return sim.run(model, drv, busy=model.busy), drv, model
+    core, drv, model = run()
     assert core.mismatches == 0
-    tc.check(TxSchedModel(**prm), items, drv.res)
+    tc.check(sem, items, drv.res)
     replay(model)
     C, Pn = prm["conns"], prm["paths"]
     assert model.counts["psn"] == C * Pn + C and drv.res["psn_ignored"] == C
     wrapped = {(f["conn"], f["mrdh_path"]) for f in drv.res["frames"] if f["bth_psn"] < 1024}
     assert {c for c, _ in wrapped} == set(range(C)), wrapped
+    # negative controls on the same build: the model's write landing after its connection
+    # started, or dropped, mismatches the RTL
+    for wrong in ("always", "dropped"):
+        with pytest.raises(Mismatch):
+            run(psn_wrong=wrong)
 
 
+@pytest.mark.slow      # the default's controls: test_rows_rtl_initial_psns' model forms
 @pytest.mark.parametrize("old,new", [
     # MR-TXS-483: a write lands after its connection started (the late writes move the PSNs)
     ("with m.Elif(~r.conn.started):", "with m.Else():"),
     # MR-TXS-482: the write dropped (the paths start at 0)
-    pytest.param("with m.Elif(~r.conn.started):", "with m.Elif(0):", marks=pytest.mark.slow)])
+    ("with m.Elif(~r.conn.started):", "with m.Elif(0):")])
 def test_rows_rtl_initial_psn_wrong_forms_fail(old, new):
     """MR-TXS-485 (negative controls): each wrong form of the write's landing mismatches the
     model on :func:`test_rows_rtl_initial_psns`' traffic."""
