@@ -449,8 +449,10 @@ class PsnInit(wiring.Component):
     """MR-ENG-302..305: the host's initial send PSNs to the TX half. A table 9 record the RX takes
     (``cfg_tap``/``cfg_tap_take``, MR-ENG-272) becomes, in the next cycle, one write ``{conn =
     addr / paths, path = addr mod paths, psn = data[23:0]}`` on ``m_psn`` (the TX half's
-    ``s_psn``, always ready, MR-TX-469: ``ready`` is not looked at); ``valid`` and the payload are
-    registers. The TX half's ``psn_ignored`` cycles are counted (64 bits), read at
+    ``s_psn``); ``valid`` and the payload are registers, held until ``ready`` (MR-ENG-316: the
+    row scheduler's port is not always ready, MR-TX-500); a table 9 record that comes while a
+    write still waits is dropped and counted as ignored. The TX half's ``psn_ignored`` cycles
+    are counted (64 bits), read at
     ``reg_addr`` = ``PSN_IGNORED_CTR`` (``reg_data`` a register, the previous cycle's select; 0
     at other indices, so it ORs with RspJoin's). Model: ``models.engine.PsnInitModel``."""
 
@@ -464,12 +466,15 @@ class PsnInit(wiring.Component):
         tap, o = self.cfg_tap, self.m_psn
         pb, cb = len(o.payload.path), len(o.payload.conn)
         ctr = Signal(64)
-        m.d.sync += [o.valid.eq(self.cfg_tap_take & (tap.table == TABLE_TX_PSN)),
-                     ctr.eq(ctr + self.psn_ignored),
+        take = self.cfg_tap_take & (tap.table == TABLE_TX_PSN)
+        waiting = o.valid & ~o.ready            # MR-ENG-316: the write waits for the TX half
+        m.d.sync += [ctr.eq(ctr + self.psn_ignored + (take & waiting)),
                      self.reg_data.eq(Mux(self.reg_addr == PSN_IGNORED_CTR, ctr, 0))]
-        with m.If(self.cfg_tap_take & (tap.table == TABLE_TX_PSN)):
-            m.d.sync += [o.payload.conn.eq(tap.addr[pb:pb + cb]), o.payload.path.eq(tap.addr[:pb]),
-                         o.payload.psn.eq(tap.data[:PSN_BITS])]
+        with m.If(take & ~waiting):
+            m.d.sync += [o.valid.eq(1), o.payload.conn.eq(tap.addr[pb:pb + cb]),
+                         o.payload.path.eq(tap.addr[:pb]), o.payload.psn.eq(tap.data[:PSN_BITS])]
+        with m.Elif(o.ready):
+            m.d.sync += o.valid.eq(0)
         return m
 
 

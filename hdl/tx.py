@@ -569,14 +569,9 @@ class Tx(wiring.Component):
                          self.m_error.payload.eq(rtx.m_error.payload),
                          rtx.m_error.ready.eq(self.m_error.ready & err_go)]
         wiring.connect(m, flipped(self.s_wr), sched.s_wr)
-        if self.rows:
-            # MR-TX-470: the row scheduler has no initial-PSN port: every write is ignored
-            ign = Signal(name="psn_ign")
-            m.d.sync += ign.eq(self.s_psn.valid)
-            m.d.comb += [self.s_psn.ready.eq(1), self.psn_ignored.eq(ign)]
-        else:
-            wiring.connect(m, flipped(self.s_psn), sched.s_psn)
-            m.d.comb += self.psn_ignored.eq(sched.psn_ignored)
+        # MR-TX-469/470, MR-TX-500: the scheduler's initial-PSN port (the rows' too)
+        wiring.connect(m, flipped(self.s_psn), sched.s_psn)
+        m.d.comb += self.psn_ignored.eq(sched.psn_ignored)
         if self.rd_rows:
             wiring.connect(m, sched.m_rd, flipped(self.m_rd))
         if self.pacing:

@@ -546,8 +546,9 @@ def tx_psn_write(cfg_lay, paths, conn, path, psn):
 class PsnInitModel:
     """MR-ENG-302..305: the engine's initial-PSN join (``hdl.engine.PsnInit``). A table 9 record
     the RX takes (``cfg_tap``/``cfg_tap_take``, MR-ENG-272) becomes, one cycle later, one write
-    ``{conn, path, psn}`` on the TX half's ``s_psn`` (a register and its payload registers; the
-    port is always ready, MR-TX-469); the TX half's ``psn_ignored`` cycles are counted in a 64-bit
+    ``{conn, path, psn}`` on the TX half's ``s_psn`` (a register and its payload registers, held
+    until ``ready``; a table 9 record while a write waits is dropped and counted, MR-ENG-316);
+    the TX half's ``psn_ignored`` cycles are counted in a 64-bit
     counter read at the engine's counter index :data:`PSN_IGNORED_CTR` (``reg_data`` a register,
     the previous cycle's select, as RspJoin's)."""
 
@@ -563,12 +564,16 @@ class PsnInitModel:
         """``(s_psn valid, s_psn payload, reg_data)``: registers only."""
         return self.valid, self.rec, self.reg_data
 
-    def step(self, tap_take, tap, ignored, reg_addr):
+    def step(self, tap_take, tap, ignored, reg_addr, ready=1):
         self.reg_data = self.ctr if reg_addr == PSN_IGNORED_CTR else 0
-        self.ctr = (self.ctr + int(bool(ignored))) & ((1 << 64) - 1)
         t = unpack(self.cfg_lay, tap)
-        self.valid = int(bool(tap_take) and t["table"] == TABLE_TX_PSN)
-        if self.valid:
+        take = bool(tap_take) and t["table"] == TABLE_TX_PSN
+        waiting = self.valid and not ready            # MR-ENG-316
+        self.ctr = (self.ctr + int(bool(ignored)) + int(take and waiting)) & ((1 << 64) - 1)
+        if waiting:
+            return
+        self.valid = int(take)
+        if take:
             a = t["addr"]
             self.rec = pack(self.psn_lay, {"conn": (a >> self.pb) & self.cmask, "path": a & ((1 << self.pb) - 1),
                                            "psn": t["data"] & ((1 << PSN_BITS) - 1)})
@@ -1063,8 +1068,8 @@ class EngineModel:
                      tap_take=rx_out["cfg_tap_take"], tap=rx_out["cfg_tap"])     # MR-ENG-272
         self.ack_in.step(rx_out["m_peer_ack__valid"], rx_out["m_peer_ack__payload"],
                          tx_out["s_ack__ready"])
-        assert not psn_valid or tx_out["s_psn__ready"], "MR-TX-469: s_psn is always ready"
-        self.psn.step(rx_out["cfg_tap_take"], rx_out["cfg_tap"], tx_out["psn_ignored"], ro["eng_reg_addr"])
+        self.psn.step(rx_out["cfg_tap_take"], rx_out["cfg_tap"], tx_out["psn_ignored"], ro["eng_reg_addr"],
+                      tx_out["s_psn__ready"])
         self.rsp.step(rx_out["m_rsp__valid"], rx_out["m_rsp__payload"], tx_out["s_rsp__ready"],
                       tx_out["m_rsp_done__valid"], tx_out["m_rsp_done__payload"], ro["eng_reg_addr"],
                       free_ready=free_first and rx_out["s_cfg_eng__ready"])

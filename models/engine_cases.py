@@ -702,7 +702,7 @@ class PsnInitLoop:
     """MR-ENG-309: the stimulus of ``hdl.engine.PsnInit`` against ``PsnInitModel`` alone: each
     cycle a random tap (a record of a random table 1..9, table 9 one time in three, random
     address and data), taken with probability 1/2, ``psn_ignored`` high with probability 1/4, a
-    random ``reg_addr``; ``m_psn.ready`` random (the block does not look at it). ``n`` cycles."""
+    random ``reg_addr``; ``m_psn.ready`` random (a write waits for it, MR-ENG-316). ``n`` cycles."""
 
     def __init__(self, cfg_lay, n=400, seed=0):
         from .rx import TABLE_TX_PSN, pack
@@ -725,7 +725,7 @@ class PsnInitLoop:
                 "reg_addr": r.randrange(16), "m_psn__ready": r.randrange(2)}
 
     def observe(self, inp, out):
-        self.writes += out["m_psn__valid"]
+        self.writes += out["m_psn__valid"] & inp["m_psn__ready"]
         self.cycle += 1
 
     def settle(self, busy):
@@ -752,7 +752,8 @@ class PsnInitCycleModel:
     def step(self, inputs):
         g = inputs.get
         v, rec, reg = self.m.out()
-        self.m.step(g("cfg_tap_take", 0), g("cfg_tap", 0), g("psn_ignored", 0), g("reg_addr", 0))
+        self.m.step(g("cfg_tap_take", 0), g("cfg_tap", 0), g("psn_ignored", 0), g("reg_addr", 0),
+                    g("m_psn__ready", 1))
         return {"m_psn__valid": v, "m_psn__payload": rec, "reg_data": reg}
 
 

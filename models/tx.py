@@ -631,7 +631,6 @@ class TxCycleModel:
         self.counts_late = []
         self.reg_own = 0
         self.reg_addr_late = 0
-        self.psn_ign = 0                # MR-TX-470: with the rows, the write of the cycle before
 
     def port_names(self=None):
         """MR-TX-103, MR-TX-233: INPUTS and OUTPUTS, and the pacer's ports when paced, ``m_rd``
@@ -796,12 +795,8 @@ class TxCycleModel:
                "m_error__valid": int(ro["m_error__valid"] and err_go),
                "reg_data": self.reg_own if self.reg_addr_late >= TX_CTR_BASE else ro["reg_data"],
                **{n: so[n] for n in ("s_rsp__ready", "m_rsp_done__payload", "m_rsp_done__valid")}}
-        # MR-TX-469/470: the register scheduler's port; the rows ignore every write
-        if rows:
-            out.update({"s_psn__ready": 1, "psn_ignored": self.psn_ign})
-            self.psn_ign = int(bool(g("s_psn__valid", 0)))
-        else:
-            out.update({n: so[n] for n in ("s_psn__ready", "psn_ignored")})
+        # MR-TX-469/470, MR-TX-500: the scheduler's initial-PSN port (the rows' too)
+        out.update({n: so[n] for n in ("s_psn__ready", "psn_ignored")})
         if self.rd_rows:
             out.update({n: so[n] for n in ("m_rd__payload", "m_rd__valid")})
         if self.pacing:

@@ -33,9 +33,10 @@ def test_table_9_record_and_counter_index():
 
 def test_psn_init_lockstep_amaranth():
     """MR-ENG-309: ``PsnInit`` (RTL, Amaranth simulator) in lockstep with ``PsnInitModel`` on every
-    output every cycle for 400 cycles of random taps (tables 1..9), ``psn_ignored`` pulses and
-    counter selects: 0 mismatches, table 9 writes sent. Negative control: a model that takes
-    the PSN from the record's bits [24:1] mismatches."""
+    output every cycle for 400 cycles of random taps (tables 1..9), ``psn_ignored`` pulses,
+    counter selects and a random ``ready`` (MR-ENG-316: a write held until taken, a record while
+    one waits counted): 0 mismatches, table 9 writes sent. Negative controls: a model that takes
+    the PSN from the record's bits [24:1], and one that does not hold a write, mismatch."""
     from metaroce.hdl.engine import PsnInit
     from metaroce.models.engine import PsnInitModel
     from metaroce.tb.lockstep import Mismatch, run_amaranth
@@ -47,13 +48,19 @@ def test_psn_init_lockstep_amaranth():
 
     class Psn23(PsnInitModel):
         """A naive 23-bit PSN: the record's bit 23 dropped."""
-        def step(self, tap_take, tap, ignored, reg_addr):
-            super().step(tap_take, tap & ~(1 << (dict(cfg_lay)["data"].offset + 23)), ignored, reg_addr)
+        def step(self, tap_take, tap, ignored, reg_addr, ready=1):
+            super().step(tap_take, tap & ~(1 << (dict(cfg_lay)["data"].offset + 23)), ignored, reg_addr, ready)
 
-    bad = ec.PsnInitCycleModel(2, 4, cfg_lay, psn_lay)
-    bad.m = Psn23(2, 4, cfg_lay, psn_lay)
-    with pytest.raises(Mismatch, match="m_psn__payload"):
-        run_amaranth(PsnInit(cfg_lay, psn_lay), bad, ec.PsnInitLoop(cfg_lay, n=400, seed=3))
+    class NoHold(PsnInitModel):
+        """MR-ENG-316's wrong form: ``ready`` not looked at (a write not taken is lost)."""
+        def step(self, tap_take, tap, ignored, reg_addr, ready=1):
+            super().step(tap_take, tap, ignored, reg_addr, 1)
+
+    for wrong, port in ((Psn23, "m_psn__payload"), (NoHold, "m_psn__valid|reg_data|m_psn__payload")):
+        bad = ec.PsnInitCycleModel(2, 4, cfg_lay, psn_lay)
+        bad.m = wrong(2, 4, cfg_lay, psn_lay)
+        with pytest.raises(Mismatch, match=port):
+            run_amaranth(PsnInit(cfg_lay, psn_lay), bad, ec.PsnInitLoop(cfg_lay, n=400, seed=3))
 
 
 def _late_rows_run(model, *, init_psn=WRAP, seed=5, nbytes=5000, loss=0.2):
@@ -164,21 +171,18 @@ def test_cosim_init_psn_cli_errors(capsys):
 
 
 @pytest.mark.slow       # a model loopback with the row scheduler
-def test_engine_rows_ignore_init_psn_rows():
-    """MR-ENG-304: with the row scheduler (``rows``, no initial PSN in this slice) every table 9
-    write is ignored and counted, even of a connection that never started (the register
-    scheduler's engine lands that one: ``test_engine_model_init_psn_rows``): a loopback from PSN
-    0, then one table 9 row of the other connection; ``ENG_PSN_IGNORED`` reads 1."""
+def test_engine_rows_init_psn_rows():
+    """MR-ENG-304, MR-ENG-316 with the row scheduler (``rows``, MR-ENG-291; its ``s_psn`` since
+    MR-TXS-481, not always ready): :func:`test_engine_model_init_psn_rows`'s run, every path's
+    first data PSN the table 9 row's (4 below the wrap), the 4 late rows of the started
+    connection ignored and counted, the other connection's landed (not counted)."""
     from metaroce.models.cosim import run_loop
     model = EngineModel(64, rows=True)
-    drv, s, region, src = ce.loopback_run(64, 2000, seed=5, loss=0.0, n_writes=1)
-    qp = s.conns[0].qp
-    cl = ec.CounterLoop(ec.HostWrites(drv, ce.tx_psn_rows(1 - qp, 123)[2:3], register_map(s.lay), seed=6),
-                        sources=("eng",), seed=7)
+    drv, s, region, src, cl = _late_rows_run(model)
     run_loop(cl, model, model.busy)
-    ce.check(drv, region, src)
-    assert all(min(ps) == 0 for ps in drv.psns.values())
-    assert cl.counters["eng"][PSN_IGNORED_CTR] == model.psn.ctr == 1 and model.psn.writes == 1
+    r = ce.check(drv, region, src)
+    assert r["lost"] > 0 and len(drv.psns) == 4 and all(WRAP in ps for ps in drv.psns.values())
+    assert cl.counters["eng"][PSN_IGNORED_CTR] == model.psn.ctr == 4 and model.psn.writes == 4 + 5
 
 
 @pytest.mark.slow       # runs to its cycle bound

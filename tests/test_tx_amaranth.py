@@ -166,7 +166,8 @@ def test_endpoint_bytes_psn_wrap():
     """MR-TX-475, MR-TX-469, MR-CONN-107: the endpoint built with every path's initial PSN 2
     below 2^24 (both directions) and the engine given the same initial PSNs on ``s_psn``: on
     writes, sends and READs the engine's frames (model; its RTL is the lockstep's) are the
-    endpoint's byte for byte, ICRC included, their PSNs running across the wrap."""
+    endpoint's byte for byte, ICRC included, their PSNs running across the wrap (the rows':
+    tests/test_tx_rows.py ``test_endpoint_chunks_with_rows``, MR-TX-501)."""
     from metaroce.models import codec
     want, got = _endpoint_run(64, 2, rtl=False, initial_psn=P.PSN_MOD - 2, streams=2, depth=4,
                               init_window_bdp=2.0, msgs=_READS)
@@ -175,22 +176,28 @@ def test_endpoint_bytes_psn_wrap():
     assert got == want
 
 
-def test_model_psn_wrap():
+@pytest.mark.parametrize("rows,seed", [(False, 1), pytest.param(True, 2, marks=pytest.mark.slow)])
+def test_model_psn_wrap(rows, seed):
     """MR-TX-475, MR-TX-476, MR-TX-470, MR-TX-473, MR-TXS-465, MR-TXS-466 (model; the RTL's equality is the Verilator
     lockstep's, MR-TX-475): every path's initial PSN 1..5 below 2^24 written on ``s_psn``, random
     traffic with 15 % loss: every work request completes, each path's PSNs run from its
     initial PSN across the wrap (the checker), frames and resends past the wrap on every path;
-    the write per connection after the first frame is ignored (``psn_ignored`` once each)."""
+    the write per connection after the first frame is ignored (``psn_ignored`` once each);
+    the register scheduler's ``s_psn`` never not ready (MR-TX-469, MR-TX-500). MR-TX-501: with
+    the row scheduler too (``rows``; seed 2: at seed 1 its paths take another order and one
+    does not reach the wrap)."""
     sem = sched_sem(SMALL)
-    items, lay = xc.traffic(sem, 40, seed=1, max_len=2500)
-    rsps = xc.responses(sem, 10, lay, seed=1, max_len=2500)
-    init = xc.near_wrap(SMALL["conns"], SMALL["paths"], 1)
-    drv = xc.run_model(TxCycleModel(64, **SMALL), items, lay, xc.templates(2, 4), seed=1,
-                       p_idle=0.2, p_bp=0.3, loss=0.15, rsps=rsps, init_psns=init, late_psn=True)
+    items, lay = xc.traffic(sem, 40, seed=seed, max_len=2500)
+    rsps = xc.responses(sem, 10, lay, seed=seed, max_len=2500)
+    init = xc.near_wrap(SMALL["conns"], SMALL["paths"], seed)
+    drv = xc.run_model(TxCycleModel(64, **SMALL, rows=rows), items, lay, xc.templates(2, 4),
+                       seed=seed, p_idle=0.2, p_bp=0.3, loss=0.15, rsps=rsps, init_psns=init,
+                       late_psn=True)
     s = xc.check(sem, items, drv, rsps)
     w = xc.wrap_summary(drv)
     assert s["retransmits"] and w["wrap_resends"] and w["wrap_paths"] == 2 * 4
     assert w["psn_ignored"] == SMALL["conns"]
+    assert drv.res.get("psn_waits", 0) == 0 or rows
 
 
 #: MR-TX-155: sends between writes on one stream, so a send's receive sequence is not its
