@@ -567,30 +567,6 @@ def _serial_clear(turned):
     return turned[::-1]
 
 
-def _pieces(sig):
-    """MR-RX-339/340: the 64-bit pieces of a register (the last one may be shorter)."""
-    return -(-len(sig.as_value() if hasattr(sig, "as_value") else sig) // 64)
-
-
-def _holding_next(copy, hold, slow):
-    """MR-RX-338: a copy of ``holding``'s next value from the copy itself (not from
-    ``holding``, so synthesis keeps it a register of its own): ``slow`` in a cycle that
-    advances, ``hold != 1`` in a hold."""
-    return Mux(copy, hold != 1, slow)
-
-
-def _slow_write_next(copy, holding, hold):
-    """MR-RX-339: a copy of ``slow_write`` (hold 1: ``hold == 2`` in a hold); never two cycles in
-    a row, so ``~copy`` keeps it apart from the other copies and changes nothing."""
-    return ~copy & holding & (hold == 2)
-
-
-def _sl_row_load_next(copy, holding, slow):
-    """MR-RX-340: set for H1 (``hold`` = ``hold_n``, the cycle after one that advances with a
-    slow record); never two cycles in a row (H1 is in a hold)."""
-    return ~copy & ~holding & slow
-
-
 def _s5_ring_load(advance, slow_write):
     """MR-RX-260: the cycles S5's ring register takes the path table's write data."""
     return advance | slow_write
@@ -770,20 +746,6 @@ class Rx(wiring.Component):
         hold = Signal(range(self.hold_n + 1))
         holding, slow_write = Signal(), Signal()
         advance = ~holding
-        # MR-RX-338: from SERIAL_INTERVAL on `holding` has a copy of its own for each use (`adv()`,
-        # `hld()`), so no one net drives the pipeline's thousands of enables; below it the one register
-        hold_copies = []
-
-        # (`holding` and `advance` as default values: a closure over `holding` would change how
-        # Amaranth names the pair above, and MR-RX-343 keeps the RTL below the interval as it was)
-        def hld(holding=holding):
-            if not self.serial:
-                return holding
-            hold_copies.append(Signal(name=f"holding_c{len(hold_copies)}"))
-            return hold_copies[-1]
-
-        def adv(advance=advance):
-            return advance if not self.serial else ~hld()
 
         # -- input: credits for every queue (MR-RX-041), row reads from the record's bits
         valid = [Signal(name=f"s{i}_valid") for i in range(0, 7)]
@@ -793,7 +755,7 @@ class Rx(wiring.Component):
         meta_ready = Signal()
         credits = Signal()
         fire = Signal()
-        m.d.comb += credits.eq(adv() & (ack_q.level + inflight < FIFO_DEPTH)
+        m.d.comb += credits.eq(advance & (ack_q.level + inflight < FIFO_DEPTH)
                                & (place_q.level + inflight < FIFO_DEPTH)
                                & (steer_q.level + inflight < FIFO_DEPTH)
                                & (cqe_q.level + inflight < FIFO_DEPTH)
@@ -825,16 +787,16 @@ class Rx(wiring.Component):
                            (recv_rd, Cat(inm.mrsh.recv_seq[:rb], inm.mrdh.stream[:sb], inm.bth.dest_qp[:cb])),
                            (rd_rd, Cat(inm.mrdh.msg[:rdb], inm.mrdh.stream[:sb], inm.bth.dest_qp[:cb]))):
             held = Signal(len(port.addr), name=f"{port.addr.name}_held")
-            with m.If(adv()):
+            with m.If(advance):
                 m.d.sync += held.eq(addr)
-            m.d.comb += [port.addr.eq(Mux(adv(), addr, held)), port.en.eq(1)]
+            m.d.comb += [port.addr.eq(Mux(advance, addr, held)), port.en.eq(1)]
 
         # S0, the row stage (MR-RX-040): the record taken, its rows being read
         s0 = Signal(META_LAYOUT)
         s0_write, s0_send, s0_read, s0_rreq = Signal(), Signal(), Signal(), Signal()
         s0_atom = Signal()      # MR-RX-151: MR_CMP_SWAP or MR_FETCH_ADD
         s0_timer, s0_trow, s0_tgen = Signal(), Signal(lay.conn_bits + lay.path_bits), Signal(GEN_BITS)
-        with m.If(adv()):
+        with m.If(advance):
             # the record's bits load whenever the stage advances, taken or not (their value is
             # used only with s0_valid): `take` (the credits' level sums and compares) enables
             # the valid and class flip-flops only, not the record's 600-odd
@@ -856,7 +818,7 @@ class Rx(wiring.Component):
         s1_timer, s1_trow, s1_tgen = Signal(), Signal(lay.conn_bits + lay.path_bits), Signal(GEN_BITS)
         conn_row, key_row = Signal(lay.conn.size), Signal(lay.key.size)
         recv_row, rd_row = Signal(lay.recv.size), Signal(lay.rd.size)
-        with m.If(adv()):
+        with m.If(advance):
             m.d.sync += [s1_valid.eq(s0_valid), s1_timer.eq(s0_timer), s1_trow.eq(s0_trow),
                          s1_tgen.eq(s0_tgen), s1.eq(s0), is_write.eq(s0_write), is_send.eq(s0_send),
                          is_read.eq(s0_read), is_rreq.eq(s0_rreq), is_atom.eq(s0_atom),
@@ -993,7 +955,7 @@ class Rx(wiring.Component):
         s2_addr_limbs = [Signal(2 * (LIMB + 1), name=f"s2_addr_limb{k}") for k in range(64 // LIMB)]
         # MR-RX-122: S2's PSN's psn[9:] - 1, registered again in S3 for S4's window compares
         s2_psn_hi_m1 = Signal(24 - 9)
-        with m.If(adv()):
+        with m.If(advance):
             m.d.sync += [
                 s2_valid.eq(s1_valid), s2_carry.eq(s1_carry), s2_flags.eq(s1_flags),
                 s2_psn_hi_m1.eq(_psn_neighbours(s1_carry.psn)[0]),
@@ -1024,7 +986,7 @@ class Rx(wiring.Component):
         s3_end, s3_bnd, s3_rlen = Signal(compares), Signal(compares), Signal(compares)
         s3_addr = Signal(64)
         s3_r_behind = Signal()      # recv_seq before the row's (32-bit half space)
-        with m.If(adv()):
+        with m.If(advance):
             m.d.sync += [s3_valid.eq(s2_valid), s3_carry.eq(s2_carry), s3_flags.eq(s2_flags),
                          s3_end.eq(limb_compares(s2_end)), s3_bnd.eq(limb_compares(s2_bnd)),
                          s3_rlen.eq(limb_compares(s2_rlen)),
@@ -1086,7 +1048,7 @@ class Rx(wiring.Component):
         # MR-RX-122: S3's PSN's psn[9:] - 1 and psn + 1, registered from S2's as the records
         # move, so S4's window compares and new cum/high start from registers
         s3_psn_hi_m1, s3_psn_p1 = Signal(24 - 9), Signal(24)
-        with m.If(adv()):
+        with m.If(advance):
             m.d.sync += [s3_psn_hi_m1.eq(s2_psn_hi_m1), s3_psn_p1.eq(_psn_neighbours(s2_carry.psn)[1])]
         s3_oh = Signal(RING_BITS)
         # the one-hot of psn mod RING_BITS (MR-RX-310) from three predecoded fields of up to 3
@@ -1096,7 +1058,7 @@ class Rx(wiring.Component):
             m.d.comb += part.eq(Const(1, len(part)) << s3_psn[3 * i:min(3 * i + 3, RING_LOG2)])
         m.d.comb += s3_oh.eq(Cat(*[s3_oh_part[0][k & 7] & s3_oh_part[1][k >> 3 & 7] & s3_oh_part[2][k >> 6]
                                    for k in range(RING_BITS)]))
-        with m.If(adv()):
+        with m.If(advance):
             m.d.sync += [
                 s4_valid.eq(s3_valid), s4_carry.eq(s3_carry), s4_bad.eq(s3_bad), s4_code.eq(s3_code),
                 s4_static_nak.eq(s3_static_nak), s4_nak_reason.eq(s3_nak_reason), s4_addr.eq(s3_addr),
@@ -1142,11 +1104,11 @@ class Rx(wiring.Component):
             sv_parts = []
             if self.alone:
                 # MR-RX-320: no write of S3's row while it is read and registered
-                _registered_row(m, "slotv", sv_rd, sv_wr, Mux(adv(), sv_addr2, sv_addr3), adv(), [],
+                _registered_row(m, "slotv", sv_rd, sv_wr, Mux(advance, sv_addr2, sv_addr3), advance, [],
                                 reread=True, rd_data=sv_data, parts=sv_parts, forward=False)
             else:
                 sv_now = msg_wr.en & (msg_wr.addr == sv_addr3)
-                _registered_row(m, "slotv", sv_rd, sv_wr, Mux(adv(), sv_addr2, sv_addr3), adv(),
+                _registered_row(m, "slotv", sv_rd, sv_wr, Mux(advance, sv_addr2, sv_addr3), advance,
                                 [(sv_now, sv_of(msg_wr.data))], reread=True, rd_data=sv_data, parts=sv_parts)
             sv_base = data.View(sv_lay, sv_parts[0])
             # MR-RX-200..203: the verdict's terms, taken in S3 from the row as it is registered
@@ -1180,7 +1142,7 @@ class Rx(wiring.Component):
             # subtractor after the block RAM's output (d == j: next == msg - j; d == 2^31 + i:
             # next == (msg - i) with bit 31 flipped)
             s3_msg_minus = [Signal(32, name=f"s3_msg_minus{j}") for j in range(2 * n_slots)]
-            with m.If(adv()):
+            with m.If(advance):
                 m.d.sync += [r.eq((s3_carry if SV_MINUS_WRONG else s2_carry).msg - j)
                              for j, r in enumerate(s3_msg_minus)]
 
@@ -1207,7 +1169,7 @@ class Rx(wiring.Component):
                          d_hi0.eq(s3_msg[16:] - sv_base.next[16:]),
                          d_hi1.eq(s3_msg[16:] + ~sv_base.next[16:])]
             sv_neg_base = Mux(d_lo[16], d_hi1[15], d_hi0[15])
-            with m.If(adv()):
+            with m.If(advance):
                 m.d.sync += [*[e.eq(sv_term(lambda d, k, j=j: d == j + k, sv_base.next == s3_msg_minus[j]))
                                for j, e in enumerate(sv_eq)],
                              *[e.eq(sv_term(lambda d, k, i=i: d == (1 << 31) + i + k,
@@ -1219,7 +1181,7 @@ class Rx(wiring.Component):
             if not self.alone:
                 # S4's record against S5's (the record ahead): the same message, another msg_len or kind
                 y_msg_eq, y_hdr_ne = Signal(), Signal()
-                with m.If(adv()):
+                with m.If(advance):
                     m.d.sync += [y_msg_eq.eq(s3_carry.msg == s4_carry.msg),
                                  y_hdr_ne.eq((s3_carry.msg_len != s4_carry.msg_len) | (s3_carry.kind != s4_carry.kind))]
             def sv_verdict(take, yrun):
@@ -1270,15 +1232,15 @@ class Rx(wiring.Component):
             rsc_s5_inc = Signal()       # S5's record takes a resource in this cycle (driven below)
             if self.alone:
                 # MR-RX-320: no write of S3's count, and no S5 record ahead
-                rsc_cnt = _registered_row(m, "rsc", rsc_rd, rsc_wr, Mux(adv(), s2_carry.conn, rsc_addr3), adv(),
+                rsc_cnt = _registered_row(m, "rsc", rsc_rd, rsc_wr, Mux(advance, s2_carry.conn, rsc_addr3), advance,
                                           [], reread=True, rd_data=rsc_data, forward=False)
                 rsc_ahead = Const(0, 1)
                 rsc_full = rsc_cnt >= n_rsc
             else:
                 rsc_now = rsc_wr.en & (rsc_wr.addr == rsc_addr3)
-                rsc_cnt = _registered_row(m, "rsc", rsc_rd, rsc_wr, Mux(adv(), s2_carry.conn, rsc_addr3), adv(),
+                rsc_cnt = _registered_row(m, "rsc", rsc_rd, rsc_wr, Mux(advance, s2_carry.conn, rsc_addr3), advance,
                                           [(rsc_now, rsc_wr.data)], reread=True, rd_data=rsc_data)
-                rsc_same, _ = _same_row(m, "rsc", rsc_addr3, adv())
+                rsc_same, _ = _same_row(m, "rsc", rsc_addr3, advance)
                 rsc_ahead = rsc_same & rsc_s5_inc
                 rsc_full = Mux(rsc_ahead, rsc_cnt >= n_rsc - 1, rsc_cnt >= n_rsc)
             rsc_fresh = sv_v["fresh"]
@@ -1397,7 +1359,7 @@ class Rx(wiring.Component):
         rot_amt = Signal(9)
         assert HOLD_CYCLES >= 4
         if not self.serial:
-            with m.If(adv()):
+            with m.If(advance):
                 m.d.sync += [sl_cum.eq(cum), sl_addr.eq(s4_carry.row), sl_cum_hi_p1.eq((cum_hi + 1)[:15]),
                              sl_dist.eq(dist_lo), sl_slide.eq(slide), sl_step.eq(at_cum), sl_oh.eq(s4_oh),
                              # MR-RX-324: a slide leaves S4's cum as it is, so the fill's `slow` selects
@@ -1493,7 +1455,7 @@ class Rx(wiring.Component):
             sr_t = Signal(9, name="sr_t")                   # the run's length (the advance)
             sr_ab = Signal(9, name="sr_ab")                 # the base less its received PSNs
             sr_pop = Signal(lb + 1, name="sr_pop")          # the received PSNs of the piece scanned
-            with m.If(adv()):
+            with m.If(advance):
                 m.d.sync += [sr_j.eq(0), sr_alive.eq(1), sr_pop.eq(0),
                              sr_ab.eq(Mux(slide, Mux(dist_lo == 0, P.SACK_BITS, dist_lo[:8]), 0))]
                 m.d.sync += [sl_cum.eq(cum), sl_addr.eq(s4_carry.row), sl_cum_hi_p1.eq((cum_hi + 1)[:15]),
@@ -1537,7 +1499,7 @@ class Rx(wiring.Component):
                 with m.Elif(sr_pj == pieces - 1):
                     m.d.sync += [sr_t.eq(Cat(sr_b256 & ~sl_b257, sr_b256 & sl_b257, Const(0, 6), 1)),
                                  sr_alive.eq(0)]
-            with m.If(~adv()):
+            with m.If(~advance):
                 m.d.sync += [sr_pop.eq(Mux(sr_v, _popcount(sr_holes), 0)), sr_ab.eq(sr_ab - sr_pop)]
             # the run as a vector (bit k: k < sr_t), for the turn back: loaded into S5's ring
             # in hold 3 (see below) as H3's run
@@ -1564,11 +1526,11 @@ class Rx(wiring.Component):
         # -- configuration writes and the path-row write port (MR-RX-060, MR-RX-042, MR-RX-013)
         cfg = self.s_cfg.payload
         s5_accepted = Signal()
-        cfg_ready = adv() & ~(s4_valid & ~s4_bad) & ~(s5_valid & s5_accepted)
+        cfg_ready = advance & ~(s4_valid & ~s4_bad) & ~(s5_valid & s5_accepted)
         if self.interval > 1:
             # MR-RX-319: a configuration write is an entry: it waits for the records' gate and
             # shuts it as a record does
-            cfg_ready = adv() & gate_open & ~(s4_valid & ~s4_bad) & ~(s5_valid & s5_accepted)
+            cfg_ready = advance & gate_open & ~(s4_valid & ~s4_bad) & ~(s5_valid & s5_accepted)
         m.d.comb += self.s_cfg.ready.eq(cfg_ready)
         cfg_take = self.s_cfg.valid & cfg_ready
         if self.interval > 1:
@@ -1596,9 +1558,9 @@ class Rx(wiring.Component):
         # or a configuration write to S3's row; the slow update's write into S4's row register
         # when S5's record (the slow one) and S4's share the row
         if not self.alone:
-            path_same, _ = _same_row(m, "path", s2_carry.row, adv())
+            path_same, _ = _same_row(m, "path", s2_carry.row, advance)
             path_same_s5 = Signal()
-            with m.If(adv()):
+            with m.If(advance):
                 m.d.sync += path_same_s5.eq(path_same)
             cfg_path_hit = cfg_take & (cfg.table == TABLE_PATH) & (cfg.addr[:row_bits] == s3_carry.row)
         # this cycle's write outside a hold: S4's or a configuration write, never both
@@ -1610,18 +1572,10 @@ class Rx(wiring.Component):
         # so no write-data select reaches the block RAM's inputs
         path_we, path_wa, path_wd = Signal(), Signal(row_bits), Signal(lay.path_mem.size)
         m.d.comb += [
-            path_we.eq((ok & adv()) | slow_write | (cfg_take & (cfg.table == TABLE_PATH))),
+            path_we.eq((ok & advance) | slow_write | (cfg_take & (cfg.table == TABLE_PATH))),
             path_wa.eq(Mux(slow_write, sl_addr, Mux(ok, s4_carry.row, cfg.addr[:row_bits]))),
+            path_wd.eq(Mux(slow_write, slow_row.as_value(), path_wdata)),
         ]
-        if not self.serial:
-            m.d.comb += path_wd.eq(Mux(slow_write, slow_row.as_value(), path_wdata))
-        else:
-            # MR-RX-339: the write data's select from a copy of `slow_write` per 64 bits
-            sw = [Signal(name=f"slow_write_c{k}") for k in range(_pieces(path_wd))]
-            for c in sw:    # (loops, not comprehensions: those would close over `holding`, see above)
-                m.d.sync += c.eq(_slow_write_next(c, holding, hold))
-            m.d.comb += path_wd.eq(Cat(Mux(c, slow_row.as_value()[k * 64:(k + 1) * 64], path_wdata[k * 64:(k + 1) * 64])
-                                       for k, c in enumerate(sw)))
         path_wb_en, path_wb_addr = Signal(), Signal(row_bits)
         path_wb_prev = Signal(lay.path_mem.size)
         m.d.sync += [path_wb_en.eq(path_we), path_wb_addr.eq(path_wa), path_wb_prev.eq(path_wd)]
@@ -1631,17 +1585,17 @@ class Rx(wiring.Component):
         # `cum` and `ring` only (MR-RX-242: the other fields hold H5's row already)
         if self.alone:
             # MR-RX-320: no entry in S3 while another is in S4 or holds: the read alone
-            path_row = _registered_row(m, "path", path_rd, path_wr, Mux(hld(), s3_carry.row, s2_carry.row),
-                                       adv(), [], reread=True, rd_data=path_data, forward=False)
+            path_row = _registered_row(m, "path", path_rd, path_wr, Mux(holding, s3_carry.row, s2_carry.row),
+                                       advance, [], reread=True, rd_data=path_data, forward=False)
         else:
             slow_fwd = Signal()
-            with m.If(adv()):
+            with m.If(advance):
                 m.d.sync += slow_fwd.eq(0)
             with m.Else():
                 m.d.sync += slow_fwd.eq((hold == 2) & path_same_s5)
             path_row = _registered_row(
-                m, "path", path_rd, path_wr, Mux(hld(), s3_carry.row, s2_carry.row),
-                adv(), [(slow_fwd, slow_row.as_value()), ((ok & path_same) | cfg_path_hit, path_wdata)],
+                m, "path", path_rd, path_wr, Mux(holding, s3_carry.row, s2_carry.row),
+                advance, [(slow_fwd, slow_row.as_value()), ((ok & path_same) | cfg_path_hit, path_wdata)],
                 reread=True, load=slow_fwd, rd_data=path_data, late=(path_we, path_wa, path_wd),
                 load_slices=[(lay.path_mem[f].offset, lay.path_mem[f].offset + lay.path_mem[f].width)
                              for f in SLOW_FWD_FIELDS])
@@ -1650,19 +1604,8 @@ class Rx(wiring.Component):
         # started the hold: S4's new row, as the hold starts only after an accepted record, no
         # hold write, no configuration write), so S4's update cone no longer drives sl_row's
         # 653 flip-flops; sl_row is read only in H5
-        if not self.serial:
-            with m.If(hold == SL_ROW_LOAD + self.hold_n - HOLD_CYCLES):
-                m.d.sync += sl_row.eq(path_wb_prev)
-        else:
-            # MR-RX-340: H1's load (hold == hold_n) from a register per 64 bits, set as the hold starts
-            assert SL_ROW_LOAD == HOLD_CYCLES
-            sl_ld = [Signal(name=f"sl_row_ld{k}") for k in range(_pieces(sl_row))]
-            for c in sl_ld:
-                m.d.sync += c.eq(_sl_row_load_next(c, holding, slow))
-            wb = path_wb_prev
-            for k, c in enumerate(sl_ld):
-                with m.If(c):
-                    m.d.sync += sl_row.as_value()[k * 64:(k + 1) * 64].eq(wb[k * 64:(k + 1) * 64])
+        with m.If(hold == SL_ROW_LOAD + self.hold_n - HOLD_CYCLES):
+            m.d.sync += sl_row.eq(path_wb_prev)
         m.d.comb += s4_row.eq(path_row)
         m.d.comb += [
             conn_wr.en.eq(cfg_take & (cfg.table == TABLE_CONN)), conn_wr.addr.eq(cfg.addr[:cb]),
@@ -1687,7 +1630,7 @@ class Rx(wiring.Component):
         s5_arm, s5_gen = Signal(), Signal(GEN_BITS)
         s5_stale = Signal()
         s5_sv_nak = Signal()
-        with m.If(adv()):
+        with m.If(advance):
             m.d.sync += [
                 s5_valid.eq(s4_valid), s5_carry.eq(s4_carry), s5_addr.eq(s4_addr), s5_accepted.eq(accepted),
                 s5_stale.eq(s4_stale), s5_sv_nak.eq(sv_nak),
@@ -1713,7 +1656,7 @@ class Rx(wiring.Component):
         # record whose ring S5 reads, for an ACK's SACK or H1's turn, is `ok`), H5's row in
         # `slow_write` (never in a cycle that advances)
         ring_field = lay.path_mem["ring"]
-        with m.If(_s5_ring_load(adv(), slow_write)):
+        with m.If(_s5_ring_load(advance, slow_write)):
             m.d.sync += s5_ring.eq(path_wd[ring_field.offset:ring_field.offset + ring_field.width])
         with m.Elif(hold == (3 if self.serial else HOLD_CYCLES - 2)):
             # H3: the run (bit-reversed, cum's bit cleared) into S5's ring register for H4's
@@ -1721,10 +1664,10 @@ class Rx(wiring.Component):
             # PSN cum + 256's bit is the ring's bit of cum (cum + 257's is cum + 1's, in the run
             # whenever cum + 257 is)
             m.d.sync += s5_ring.eq(Cat(h3_run[RING_BITS], h3_run[1:RING_BITS])[::-1])
-        with m.If(adv() & tmr):
+        with m.If(advance & tmr):
             # the ACK of a timer names the path's newest pending packet (MR-SEQ-009)
             m.d.sync += [s5_carry.psn.eq(row.last_psn), s5_carry.sport.eq(row.last_sport)]
-        push = s5_valid & adv()
+        push = s5_valid & advance
         # One ring rotator (MR-RX-310, MR-RX-048) for H1's rotate to cum (hold ==
         # HOLD_CYCLES), H4's rotate back of the run (hold == HOLD_CYCLES - 3) and S5's SACK read-out (the ACK
         # is pushed only in a cycle that advances, no hold): never two in one cycle. H1's and
@@ -1770,7 +1713,7 @@ class Rx(wiring.Component):
         msg_addr = Signal(cb + sb)
         m.d.comb += msg_addr.eq(Cat(s3_carry.stream[:sb], s3_carry.conn))
         if not self.alone:
-            m_same, msg_addr_s4 = _same_row(m, "msg", msg_addr, adv())
+            m_same, msg_addr_s4 = _same_row(m, "msg", msg_addr, advance)
         m_fwd_now, new_row = Signal(), Signal(lay.msg_row)
         msg_parts = []
         if self.alone:
@@ -1778,11 +1721,11 @@ class Rx(wiring.Component):
             # register: no write of the row between the read and S5 (one entry at a time)
             assert MSG_READ_S2
             msg_addr2 = Cat(s2_carry.stream[:sb], s2_carry.conn)
-            msg4 = _registered_row(m, "msg4", msg_rd, msg_wr, Mux(adv(), msg_addr2, msg_addr), adv(), [],
+            msg4 = _registered_row(m, "msg4", msg_rd, msg_wr, Mux(advance, msg_addr2, msg_addr), advance, [],
                                    reread=True, rd_data=msg_data, forward=False)
             msg_parts.append(msg4)
             msg5 = Signal(lay.msg_row.size, name="msg_row")
-            with m.If(adv()):
+            with m.If(advance):
                 m.d.sync += msg5.eq(msg4)
             mrow = data.View(lay.msg_row, msg5)
         elif MSG_READ_S2:
@@ -1794,18 +1737,18 @@ class Rx(wiring.Component):
             # S4's cycle (MR-RX-115's last forward)
             msg_addr2 = Cat(s2_carry.stream[:sb], s2_carry.conn)
             msg_now3 = msg_wr.en & (msg_wr.addr == msg_addr)
-            msg4 = _registered_row(m, "msg4", msg_rd, msg_wr, Mux(adv(), msg_addr2, msg_addr), adv(),
+            msg4 = _registered_row(m, "msg4", msg_rd, msg_wr, Mux(advance, msg_addr2, msg_addr), advance,
                                    [(msg_now3, msg_wr.data)] if MSG4_NOW else [], reread=True, rd_data=msg_data)
             msg_parts.append(msg4)
             msg5 = Signal(lay.msg_row.size, name="msg_row")
-            with m.If(adv()):
+            with m.If(advance):
                 m.d.sync += msg5.eq(Mux(m_fwd_now, new_row.as_value(), msg4))
             mrow = data.View(lay.msg_row, msg5)
         else:
             # read every cycle, S4's row again during a hold (a plain synchronous read port, for
             # MR-FLOW-026's block RAM; as the path row's)
-            mrow = data.View(lay.msg_row, _registered_row(m, "msg", msg_rd, msg_wr, Mux(adv(), msg_addr, msg_addr_s4),
-                                                          adv(), [(m_fwd_now, new_row.as_value())], reread=True,
+            mrow = data.View(lay.msg_row, _registered_row(m, "msg", msg_rd, msg_wr, Mux(advance, msg_addr, msg_addr_s4),
+                                                          advance, [(m_fwd_now, new_row.as_value())], reread=True,
                                                           rd_data=msg_data, parts=msg_parts))
         mc = s5_carry
         # MR-RX-204: the record's msg - j and msg_len - plen registered as it enters S4 (for S4's
@@ -1814,7 +1757,7 @@ class Rx(wiring.Component):
         s4_rest = Signal(32)
         m_msg_minus = [Signal(32, name=f"m_msg_minus{j}") for j in range(n_slots)]
         m_rest = Signal(32)
-        with m.If(adv()):
+        with m.If(advance):
             m.d.sync += [*[r.eq(s3_carry.msg - j) for j, r in enumerate(s4_msg_minus)],
                          # MR-RX-326: the prefix form (the generic flow's ripple subtract was 10+ levels)
                          s4_rest.eq(_sub_prefix(s3_carry.msg_len, [s3_carry.plen], chain)),
@@ -1934,7 +1877,7 @@ class Rx(wiring.Component):
         if self.alone:
             # MR-RX-320: S5 never writes S4's row (S4 is empty when S5 holds a record): the
             # decision on the read row only
-            with m.If(adv()):
+            with m.If(advance):
                 m.d.sync += [nx_new.eq(nx_base["new"]), nx_done.eq(nx_base["done"]),
                              nx_run.eq(Cat(*nx_base["run"]))]
         else:
@@ -1942,7 +1885,7 @@ class Rx(wiring.Component):
             # when both name one slot: S4's message is done when old == S4's rest - S5's plen,
             # registered as the records move, so no adder precedes the compare (MR-RX-205)
             s4_rest_m5 = Signal(32)
-            with m.If(adv()):
+            with m.If(advance):
                 m.d.sync += s4_rest_m5.eq(_sub_prefix(s3_carry.msg_len, [s3_carry.plen, s4_carry.plen], chain))
             k4 = s4_rec.msg[:slot_bits] if slot_bits else Const(0, 1)
             k5 = mc.msg[:slot_bits] if slot_bits else Const(0, 1)
@@ -1975,7 +1918,7 @@ class Rx(wiring.Component):
                                 slot_of=nxw_slot if NXW_SHARED else None)
             nx_new_d = Signal()     # nx_new as S4's record enters S5
             m.d.comb += nx_new_d.eq(Mux(m_fwd_now if NX_FWD else 0, nx_wrow["new"], nx_base["new"]))
-            with m.If(adv()):
+            with m.If(advance):
                 m.d.sync += [nx_new.eq(nx_new_d),
                              nx_done.eq(Mux(m_fwd_now if NX_FWD else 0, nx_wrow["done"], nx_base["done"]))]
                 m.d.sync += nx_run.eq(Mux(m_fwd_now if NX_FWD else 0, Cat(*nx_wrow["run"]), Cat(*nx_base["run"])))
@@ -2030,9 +1973,9 @@ class Rx(wiring.Component):
             # on `advance` or the path table's write, whose enable takes it
             y_take_r = Signal(name="y_take_r")
             same_next = m_same if Y_TAKE_WRONG else (msg_addr_s4 == msg_addr)
-            with m.If(adv()):
+            with m.If(advance):
                 m.d.sync += y_take_r.eq(accepted & ~s4_carry.read & nx_new_d & same_next)
-            m.d.comb += [m_fwd_now.eq(adv() & y_take_r), y_take.eq(y_take_r)]
+            m.d.comb += [m_fwd_now.eq(advance & y_take_r), y_take.eq(y_take_r)]
         else:
             m.d.comb += [m_fwd_now.eq(m_step & m_new & m_same), y_take.eq(m_step & m_new & m_same)]
         # MR-RX-169: this write and its delivery run, for S4's slot verdict
@@ -2050,7 +1993,7 @@ class Rx(wiring.Component):
             # register) or a table 7 write (count - 1, not below 0, from the asynchronous read
             # at its connection); never both in a cycle (cfg_ready: no accepted S5 record)
             s5_rtake, s5_rcnt = Signal(), Signal(rsc_bits)
-            with m.If(adv()):
+            with m.If(advance):
                 m.d.sync += [s5_rtake.eq(accepted & rsc_take), s5_rcnt.eq(rsc_cnt_next)]
             free_take = cfg_take & (cfg.table == TABLE_RSP_FREE)
             m.d.comb += [rsc_cfg_rd.addr.eq(cfg.addr[:cb]), rsc_s5_inc.eq(push & s5_rtake)]
@@ -2068,14 +2011,14 @@ class Rx(wiring.Component):
         if self.alone:
             # MR-RX-320: no write of the row between its read and S5 (one entry at a time)
             rds_addr_s4 = Signal(len(rds_addr), name="rds_addr_s4")
-            with m.If(adv()):
+            with m.If(advance):
                 m.d.sync += rds_addr_s4.eq(rds_addr)
-            rstate = data.View(lay.rd_state, _registered_row(m, "rds", rds_rd, rds_wr, Mux(adv(), rds_addr, rds_addr_s4),
-                                                             adv(), [], reread=True, rd_data=rds_data, forward=False))
+            rstate = data.View(lay.rd_state, _registered_row(m, "rds", rds_rd, rds_wr, Mux(advance, rds_addr, rds_addr_s4),
+                                                             advance, [], reread=True, rd_data=rds_data, forward=False))
         else:
-            rs_same, rds_addr_s4 = _same_row(m, "rds", rds_addr, adv())
-            rstate = data.View(lay.rd_state, _registered_row(m, "rds", rds_rd, rds_wr, Mux(adv(), rds_addr, rds_addr_s4),
-                                                             adv(), [(rs_fwd_now, nstate.as_value())], reread=True,
+            rs_same, rds_addr_s4 = _same_row(m, "rds", rds_addr, advance)
+            rstate = data.View(lay.rd_state, _registered_row(m, "rds", rds_rd, rds_wr, Mux(advance, rds_addr, rds_addr_s4),
+                                                             advance, [(rs_fwd_now, nstate.as_value())], reread=True,
                                                              rd_data=rds_data))
         r_entry = Signal(ent_w)
         m.d.comb += r_entry.eq(_pick(_words(rstate.ring, ent_w), m_pos))
@@ -2291,8 +2234,6 @@ class Rx(wiring.Component):
                     m.d.sync += self.reg_data.eq(values[i])
             with m.Default():
                 m.d.sync += self.reg_data.eq(0)
-        # MR-RX-338: each copy of `holding` loads as `holding` does, from its own value
-        m.d.sync += [c.eq(_holding_next(c, hold, slow)) for c in hold_copies]
         return m
 
 

@@ -68,10 +68,13 @@ def place(run: Path, out: Path, core_mhz: float, placer: str) -> dict:
                     "--write", "placed.json", "-l", "place.log"],
                    cwd=out, capture_output=True, check=True)
     log = (out / "place.log").read_text(errors="replace")
-    util = dict(re.findall(r"Info:\s+(\w+):\s+(\d+)/\s*\d+", log)[-12:])
-    wl = re.findall(r"wirelength\D+(\d+)", log)
+    util = {k: int(v) for k, v in re.findall(r"Info:\s+(\w+):\s+(\d+)/\s*\d+", log)
+            if k in ("TRELLIS_COMB", "TRELLIS_FF", "DP16KD", "MULT18X18D", "TRELLIS_RAMW")}
+    wl = re.findall(r"wirelen = (\d+)", log)
+    est = re.findall(r"Max frequency for clock[^:]*: ([\d.]+) MHz", log)
     return {"seconds": round(time.monotonic() - t, 1), "util": util,
-            "wirelength": int(wl[-1]) if wl else None, "nextpnr": nextpnr}
+            "wirelength": int(wl[-1]) if wl else None, "placed_mhz": float(est[-1]) if est else None,
+            "nextpnr": nextpnr}
 
 
 def route(out: Path, nextpnr: list, iters: int, limit: float) -> dict:
@@ -108,10 +111,10 @@ def route(out: Path, nextpnr: list, iters: int, limit: float) -> dict:
 
 
 def congestion(out: Path, it: int, within: str) -> str:
-    if not (out / f"hm_congestion_by_net_{it}.csv").exists():
+    if not (out / f"hm__congestion_by_net_{it}.csv").exists():    # nextpnr adds "_" to the prefix
         return ""
     return subprocess.run([sys.executable, str(Path(__file__).parent / "ecp5_congestion.py"),
-                           str(out / "hm_"), str(it), "--within", within, "--top", "15"],
+                           str(out / "hm__"), str(it), "--within", within, "--top", "15"],
                           capture_output=True, text=True, check=True).stdout
 
 
