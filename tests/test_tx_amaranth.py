@@ -472,43 +472,62 @@ def _rewrite_run(tx_mod=None, seed=3):
 
 
 def test_data_path_template_rewrites():
-    """MR-TX-463, MR-TX-465 (MR-TX-121: a write seen from the next cycle on): the join stage's
-    template read synchronously, at the row S1 holds next, under template writes in half the
-    cycles of the traffic and backpressure: 0 mismatches with the model (which reads the row
-    when S2 takes), every request framed."""
-    core, drv, reqs = _rewrite_run()
+    """MR-TX-463, MR-TX-465 (MR-TX-121: a write seen from the next cycle on), MR-TX-530..532:
+    the join stage's template read synchronously, at the row S1 holds next, not transparent,
+    S2 held a cycle after a write to its row, under template writes in half the cycles of the
+    traffic and backpressure: 0 mismatches with the model (which reads the row when S2 takes),
+    every request framed, and the hold met."""
+    from metaroce.models.tx import TxJoinModel
+    held = [0]
+    move = TxJoinModel._move
+
+    def counted(self, cmd_ready, desc_ready):
+        free = (self.s1 is not None and (not self.cmd[0] or bool(cmd_ready))
+                and (not self.desc[0] or bool(desc_ready)))
+        held[0] += bool(free and self.wrote == self.s1["conn"])
+        return move(self, cmd_ready, desc_ready)
+    TxJoinModel._move = counted
+    try:
+        core, drv, reqs = _rewrite_run()
+    finally:
+        TxJoinModel._move = move
     assert core.mismatches == 0
     assert drv.writes >= 50 and len(drv.res["raw"]) == len(reqs)
+    assert held[0] >= 3, held
 
 
 def test_join_template_read_synchronous():
     """MR-TX-463, MR-TX-464: the join stage's template memory has one read port, synchronous
-    (what Yosys maps to block RAM), with no enable (its ``en`` undriven, 1) and transparent for
-    its one write port; MR-TX-467: the data path's frame builder is built ``ipv4_only``."""
+    (what Yosys maps to block RAM), with no enable (its ``en`` undriven, 1) and, MR-TX-530, not
+    transparent for its one write port; MR-TX-467: the data path's frame builder is built
+    ``ipv4_only``."""
     from metaroce.models.tx import layouts
     lay = layouts(*(_DATA[k] for k in ("conns", "streams", "paths", "depth", "pool")))
     tmpl = TxJoin(lay, _DATA["outstanding"]).elaborate(None)._named_submodules["tmpl"][0]
     (rd,), (wr,) = tmpl.read_ports, tmpl.write_ports
-    assert rd.domain == "sync" and rd.transparent_for == (wr,) and rd.en.init == 1
+    assert rd.domain == "sync" and rd.transparent_for == () and rd.en.init == 1 and wr
     fb = TxData(64, **_DATA).elaborate(None)._named_submodules["fb"][0]
     assert fb.ipv4_only
 
 
-#: MR-TX-465's wrong forms: the row read at S1's own request (a cycle late), the read not
-#: transparent to the write of its cycle (a write seen from the second cycle on)
+#: MR-TX-465's wrong forms: the row read at S1's own request (a cycle late); MR-TX-532's: no
+#: hold after a write to S1's row (a write seen from the second cycle on), the hold's compare
+#: against S1's own row (the row read a cycle late, not the one read this cycle)
 TEMPLATE_READ_WRONG = {
     "read_late": ("m.d.comb += rd.addr.eq(Mux(in_valid & s1_free, inp.conn, fr.conn))",
                   "m.d.comb += rd.addr.eq(fr.conn)"),
-    "not_transparent": ("rd = tmpl.read_port(transparent_for=(wr,))",
-                        "rd = tmpl.read_port(transparent_for=())"),
+    "no_hold": ("take = s1_valid & ~tmpl_stale & cmd_free", "take = s1_valid & cmd_free"),
+    "hold_on_s1_row": ("tmpl_stale.eq(wr.en & (wr.addr == rd.addr))",
+                       "tmpl_stale.eq(wr.en & (wr.addr == fr.conn))"),
 }
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("wrong", sorted(TEMPLATE_READ_WRONG))
 def test_data_path_template_read_wrong_forms_fail(wrong):
-    """MR-TX-465: each wrong form of the template's synchronous read, in place of the RTL,
-    fails the lockstep of ``test_data_path_template_rewrites``."""
+    """MR-TX-465, MR-TX-532: each wrong form of the template's synchronous read and of the hold
+    after a write, in place of the RTL, fails the lockstep of
+    ``test_data_path_template_rewrites``."""
     from metaroce.tb.lockstep import Mismatch, wrong_form
     mod = wrong_form("tx", *TEMPLATE_READ_WRONG[wrong])
     with pytest.raises(Mismatch):
