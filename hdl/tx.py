@@ -116,6 +116,11 @@ def _piece_select(m, pieces, piece):
     return Cat(*[Mux(c, p[w:w + piece], p[:piece]) for c, p in zip(carries, pieces)])
 
 
+#: MR-TX-533: the template's rows from which its read port is not transparent (MR-FLOW-026's
+#: block RAM policy: at least 8 rows)
+TMPL_BLOCK_ROWS = 8
+
+
 class TxJoin(wiring.Component):
     """MR-TX-120..124: the template memory, an input register with the address adds (S1), and
     the fork of a frame request into a read command and a frame descriptor, each in an output
@@ -145,8 +150,10 @@ class TxJoin(wiring.Component):
         wr = tmpl.write_port()
         # MR-TX-463: a synchronous read (block RAM at 4,096 rows), at the address S1 holds in
         # the next cycle; MR-TX-530: not transparent (no forward of the write's row): a write to
-        # that row makes S2 wait a cycle instead, so a take still sees every earlier write
-        rd = tmpl.read_port(transparent_for=())
+        # that row makes S2 wait a cycle instead, so a take still sees every earlier write.
+        # MR-TX-533: below 8 rows (flip-flops, MR-FLOW-026) transparent, where the read register
+        # folds into the rows' read; the hold makes the two forms' outputs the same.
+        rd = tmpl.read_port(transparent_for=(wr,) if lay.conns < TMPL_BLOCK_ROWS else ())
         # MR-TX-121: a template write is always taken and seen from the next cycle on
         m.d.comb += [self.s_cfg.ready.eq(1), wr.addr.eq(self.s_cfg.payload.conn),
                      wr.data.eq(self.s_cfg.payload), wr.en.eq(self.s_cfg.valid)]

@@ -186,7 +186,8 @@ UNADV_WRONG = {
 }
 
 
-# slow (15 s each): test_rtl_lockstep[512] meets every u too (test_icrc_offset_mod4_every_frame)
+# slow (15 s each): test_rtl_lockstep meets every u too (test_icrc_offset_mod4_every_frame; [64] in
+# the default run, [512] slow)
 @pytest.mark.slow
 @pytest.mark.parametrize("wrong", [None] + sorted(UNADV_WRONG))
 def test_rtl_icrc_every_u(wrong):
