@@ -116,6 +116,11 @@ def _piece_select(m, pieces, piece):
     return Cat(*[Mux(c, p[w:w + piece], p[:piece]) for c, p in zip(carries, pieces)])
 
 
+#: MR-TX-533: the template's rows from which its read port is not transparent (MR-FLOW-026's
+#: block RAM policy: at least 8 rows)
+TMPL_BLOCK_ROWS = 8
+
+
 class TxJoin(wiring.Component):
     """MR-TX-120..124: the template memory, an input register with the address adds (S1), and
     the fork of a frame request into a read command and a frame descriptor, each in an output
@@ -123,7 +128,8 @@ class TxJoin(wiring.Component):
     command in order, for the done records); MR-TX-192: the payload sources of the frames with
     payload in a queue (``m_src``, one per such frame in order: the DMA's or the operands);
     MR-TX-229: a skid register before S1 (``s_frame.ready`` from a flip-flop); MR-TX-463: the
-    template read synchronously (block RAM), a cycle ahead at the row S1 holds next."""
+    template read synchronously (block RAM), a cycle ahead at the row S1 holds next; MR-TX-530:
+    not transparent, S2 waits a cycle after a write to that row."""
 
     def __init__(self, lay, outstanding=SMALL["outstanding"]):
         self.lay = lay
@@ -143,8 +149,11 @@ class TxJoin(wiring.Component):
         m.submodules.tmpl = tmpl = memory.Memory(shape=lay.cfg, depth=lay.conns, init=[])
         wr = tmpl.write_port()
         # MR-TX-463: a synchronous read (block RAM at 4,096 rows), at the address S1 holds in
-        # the next cycle; transparent, so a write is seen from the next cycle on (MR-TX-121)
-        rd = tmpl.read_port(transparent_for=(wr,))
+        # the next cycle; MR-TX-530: not transparent (no forward of the write's row): a write to
+        # that row makes S2 wait a cycle instead, so a take still sees every earlier write.
+        # MR-TX-533: below 8 rows (flip-flops, MR-FLOW-026) transparent, where the read register
+        # folds into the rows' read; the hold makes the two forms' outputs the same.
+        rd = tmpl.read_port(transparent_for=(wr,) if lay.conns < TMPL_BLOCK_ROWS else ())
         # MR-TX-121: a template write is always taken and seen from the next cycle on
         m.d.comb += [self.s_cfg.ready.eq(1), wr.addr.eq(self.s_cfg.payload.conn),
                      wr.data.eq(self.s_cfg.payload), wr.en.eq(self.s_cfg.valid)]
@@ -164,7 +173,9 @@ class TxJoin(wiring.Component):
         m.submodules.ids = ids = HeadRegFIFO(width=lay.sched.fail.size, depth=self.id_depth)
         # MR-TX-192: the payload sources (block RAM, MR-TX-346), pushed with the command for a frame with payload
         m.submodules.srcq = srcq = HeadRegFIFO(width=SRC_LAYOUT.size, depth=self.id_depth, block=True)   # MR-TX-400
-        take = s1_valid & cmd_free & desc_free & ids.w_rdy & srcq.w_rdy
+        # MR-TX-530/531: the row read this cycle missed last cycle's write to it: no take now
+        tmpl_stale = Signal(name="tmpl_stale")
+        take = s1_valid & ~tmpl_stale & cmd_free & desc_free & ids.w_rdy & srcq.w_rdy
         s1_free = ~s1_valid | take
         # MR-TX-229: a skid register before S1; s_frame.ready is its emptiness (a flip-flop),
         # so the scheduler's frame queue read no longer waits on S1's move (take); S1 loads
@@ -180,6 +191,7 @@ class TxJoin(wiring.Component):
         m.d.comb += inp.eq(Mux(sk_valid, sk.as_value(), self.s_frame.payload.as_value()))
         # MR-TX-463: the row of the request S1 holds next cycle (the one it loads, else its own)
         m.d.comb += rd.addr.eq(Mux(in_valid & s1_free, inp.conn, fr.conn))
+        m.d.sync += tmpl_stale.eq(wr.en & (wr.addr == rd.addr))
         with m.If(in_valid & s1_free):
             # MR-TX-122: no carry crosses a piece in S1 (the request comes from the
             # scheduler's frame queue read); S2 resolves the carries between the pieces

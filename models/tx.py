@@ -300,8 +300,9 @@ class TxJoinModel:
     output registers (S2), the read command and the descriptor, and the queue of the commands'
     messages (``ids``, popped by the done records). S1's request moves on when both output
     registers are empty or being taken (their consumers' readies are registers in the DMA and
-    the frame builder) and the queue has room: both registers load (the template read then) and
-    the queue is pushed in that cycle. S1 loads a request when it is empty or moving on: the
+    the frame builder) and the queue has room and its row was not written in the last cycle
+    (MR-TX-530): both registers load (the template read then) and the queue is pushed in that
+    cycle. S1 loads a request when it is empty or moving on: the
     skid's (MR-TX-229), else the port's; the port's goes to the skid when S1 does not load it,
     and ``s_frame.ready`` is the skid's emptiness. MR-TX-192: a frame with payload also pushes
     its payload-source entry (``src``, popped by the data path as its last payload beat goes to
@@ -316,13 +317,16 @@ class TxJoinModel:
         self.src = SyncFifoModel(id_depth(outstanding))         # MR-TX-192
         self.s1 = None                  # the request in S1
         self.sk = None                  # MR-TX-229: the request in the skid before S1
+        self.wrote = None               # MR-TX-530: the row written last cycle
 
     def busy(self):
         return bool(self.s1 is not None or self.sk is not None or self.cmd[0] or self.desc[0]
                     or self.ids.level or self.src.level)
 
     def _move(self, cmd_ready, desc_ready):
-        return (self.s1 is not None and (not self.cmd[0] or bool(cmd_ready))
+        # MR-TX-530/531: S2 does not take a request whose row was written in the last cycle
+        return (self.s1 is not None and self.wrote != self.s1["conn"]
+                and (not self.cmd[0] or bool(cmd_ready))
                 and (not self.desc[0] or bool(desc_ready)) and self.ids.level < self.ids.depth
                 and self.src.level < self.src.depth)
 
@@ -356,9 +360,11 @@ class TxJoinModel:
                 self.cmd = (0, self.cmd[1])
             if desc_ready:
                 self.desc = (0, self.desc[1])
+        self.wrote = None
         if cfg_valid:
             c = unpack(lay.cfg, cfg_payload)
             self.tmpl[c["conn"]] = c
+            self.wrote = c["conn"]
         self.ids.update(id_pop, take, pack(lay.sched.fail, {
             "conn": fr["conn"], "slot": slot_of(fr, lay.sched.streams, lay.sched.depth),
             "lap": fr.get("lap", 0)}) if take else 0)                 # MR-TX-451
