@@ -14,7 +14,8 @@ from .driver import CounterReadout
 from .rx import pack, unpack
 
 __all__ = ["CwndControlCycleModel", "WindowsEnv", "MOVE_DIV_BITS", "REFILL_DIV_BITS",
-           "LAT_MOVE_SCALED", "INPUTS", "OUTPUTS", "move_cycles", "refill_cycles"]
+           "LAT_MOVE_SCALED", "INPUTS", "OUTPUTS", "move_cycles", "refill_cycles",
+           "cwnd_control_model_small"]
 
 #: MR-CW-127: the move's dividend w x r (one quotient bit a cycle) and the refill's shortfall
 MOVE_DIV_BITS = WIN_BITS + RATE_BITS
@@ -278,3 +279,8 @@ class WindowsEnv(CounterReadout):
             self.res["updates"].append(u)
             self.flight = (self.rng.randrange(1, self.max_lat + 1), u)
         self.cycle += 1
+
+
+def cwnd_control_model_small(width=64):
+    """MR-CW-130: the model of ``hdl.cwnd.cwnd_control_small`` (2 x 4)."""
+    return CwndControlCycleModel(width, conns=2, paths=4)

@@ -62,3 +62,17 @@ def test_control_negative(wrong, seed):
     with pytest.raises(Mismatch) as e:
         run(seed, 300, wrong=wrong)
     assert e.value.signal == "m_setup__payload"
+
+
+def test_control_block_elaborates():
+    """MR-CW-134: the block the cost probe synthesizes (docs/hw/probes/
+    cwnd_control_synth_46.py) elaborates to RTLIL with its shadows and the band unit."""
+    import importlib.util
+    import pathlib
+    from metaroce.commands.verilog import make_rtlil
+    path = pathlib.Path(__file__).parents[1] / "docs/hw/probes/cwnd_control_synth_46.py"
+    spec = importlib.util.spec_from_file_location("cwnd_control_synth_46", path)
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    text = make_rtlil(probe.BLOCKS[0], 64)
+    assert "sh_cwnd7" in text and "sh_last_ece0" in text and "band" in text
