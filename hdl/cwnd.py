@@ -996,7 +996,10 @@ class CwndControl(wiring.Component):
             with m.If(~up.payload.move):
                 m.d.sync += A_rate[up.payload.conn].eq(up.payload.rate)
 
-        # MR-CW-127: the answer's registers
+        # MR-CW-127: the answer's registers; MR-CW-135: every add, subtraction and compare
+        # in the target's form (MR-CW-032), one a cycle, their steps outside the FSM
+        steps = _Unconditional()
+        A = _CwArith(steps, getattr(platform, "carry_chain", False))
         m.submodules.band = band = CwndBand()
         m.d.comb += [band.line_mbps.eq(self.line_mbps), band.base_rtt_ns.eq(self.base_rtt_ns),
                      band.mtu.eq(self.mtu)]
@@ -1017,23 +1020,28 @@ class CwndControl(wiring.Component):
         kw = Signal(range(max(NP, 2)))          # the slot of the write offered
         last = Signal()
         count = Signal(range(MD + 1))
-        # the serial divider (one quotient bit a cycle): remainder and dividend/quotient
+        # the serial dividers (one quotient bit a cycle): remainder, dividend then quotient
         mrem = Signal(RB + 1)
         mdq = Signal(MD)
+        lo = Signal(MD)                         # max(w, hw) of the clamp
         rrem = Signal(5)
         rdq = Signal(RD)
         rdiv = Signal(4)
-        wsum_b = Signal(WB + 4)
+        W32 = 32                                # W' and the shortfall, modulo 2^32
+        acc = Signal(WB + 4)                    # W before the update, a slot a cycle
+        tsum = Signal(TB)                       # the slot's latest echo + srtt
+        cbase = Signal()                        # the slot's calm test but the time
+        exc = Signal(WB)
         start = Signal(WB)
         wv = Signal(WB + 4)
+        dp = Signal(W32)
+        w1 = Signal(W32)
+        wend = Signal(W32)
         short = Signal(RD)
         mask = Signal(NP)
-
-        def cw_of(c, j):
-            return Array(cw[cc * NP + j] for cc in range(C))[c]
-
-        def act_of(c, j):
-            return Array(act[cc * NP + j] for cc in range(C))[c]
+        room = Signal(QB + 1)
+        nk = Signal(WB)
+        give = Signal(RD)
 
         def start_answer():
             p = up.payload
@@ -1043,11 +1051,22 @@ class CwndControl(wiring.Component):
             m.next = "BREQ"
 
         ui = slot(uc, upath)
+        ki = slot(uc, k)
+        cw_k = _named(steps, A_cw[ki], "cw_k")
         m.d.comb += [band.s_req.payload.hint.eq(urate),
                      band.s_req.payload.n.eq(Mux(A_np[uc] == 0, 1, A_np[uc]))]
         set_out = Signal(lay.setup)
         m.d.comb += [set_out.conn.eq(uc), set_out.path.eq(kw), set_out.cwnd.eq(A_new[kw]),
                      set_out.move.eq(1), set_out.rate.eq(urate), set_out.debt0.eq(~umove)]
+
+        def next_slot():
+            with m.If(k == NP - 1):
+                m.d.sync += k.eq(0)
+                m.next = "SCAN"
+            with m.Else():
+                m.d.sync += k.eq(k + 1)
+                m.next = "MV"
+
         with m.FSM():
             with m.State("IDLE"):
                 with m.If(up.valid & (up.payload.move | up.payload.refill)):
@@ -1062,6 +1081,7 @@ class CwndControl(wiring.Component):
                 with m.If(band.m_band.valid):
                     line = self.line_mbps
                     m.d.sync += [hw.eq(b.hw), cap.eq(b.cap), sfloor.eq(b.sum_floor), k.eq(0),
+                                 acc.eq(0), mask.eq(0),
                                  scaled.eq((old_rate < urate) & (urate < line)
                                            & (old_rate < line))]
                     with m.If(umove):
@@ -1069,66 +1089,63 @@ class CwndControl(wiring.Component):
                     with m.Else():
                         m.next = "RF_SUM"
             # MR-CW-053: per slot, scaled (product, division) or not, then the clamp
-            def clamp(w):
-                lo = Mux(w > hw, w, hw)
-                return Mux(lo > cap, cap, lo)
-
-            def next_slot():
-                with m.If(k == NP - 1):
-                    m.d.sync += k.eq(0)
-                    m.next = "SCAN"
-                with m.Else():
-                    m.d.sync += k.eq(k + 1)
-                    m.next = "MV"
             with m.State("MV"):
                 with m.If(scaled):
                     m.next = "MMUL"
                 with m.Else():
-                    m.d.sync += A_new[k].eq(clamp(A_cw[slot(uc, k)]))
-                    next_slot()
+                    m.d.sync += mdq.eq(cw_k)
+                    m.next = "MCLAMP1"
             with m.State("MMUL"):
-                m.d.sync += [mdq.eq(A_cw[slot(uc, k)] * urate), mrem.eq(0),
-                             count.eq(MD)]
+                m.d.sync += [mdq.eq(cw_k * urate), mrem.eq(0), count.eq(MD)]
                 m.next = "MDIV"
             with m.State("MDIV"):
                 sh = Cat(mdq[MD - 1], mrem)
-                d = Signal(RB + 3, name="mdiv_d")
-                m.d.comb += d.eq(sh - old_rate)
+                d = A.sub(_ext(sh, RB + 3), old_rate, "mdiv_d")
                 ge = ~d[RB + 2]
                 m.d.sync += [mrem.eq(Mux(ge, d, sh)[:RB + 1]), mdq.eq(Cat(ge, mdq[:MD - 1])),
                              count.eq(count - 1)]
                 with m.If(count == 1):
-                    m.next = "MCLAMP"
-            with m.State("MCLAMP"):
-                q = mdq + (mrem != 0) if self.wrong == "round" else mdq
-                m.d.sync += A_new[k].eq(clamp(q))
+                    if self.wrong == "round":           # MR-CW-133: a negative control only
+                        m.d.sync += mdq.eq(Cat(ge, mdq[:MD - 1]) + (Mux(ge, d, sh)[:RB + 1] != 0))
+                    m.next = "MCLAMP1"
+            with m.State("MCLAMP1"):
+                m.d.sync += lo.eq(A.max(mdq, hw, "clamp_lo"))
+                m.next = "MCLAMP2"
+            with m.State("MCLAMP2"):
+                m.d.sync += A_new[k].eq(A.min(lo, cap, "clamp_hi"))
                 next_slot()
-            # MR-CW-054: W before the update, the calm mask, the new windows from the shadows
+            # MR-CW-054: a slot a cycle: W before the update, the calm test in two
             with m.State("RF_SUM"):
-                tot = 0
-                bits = []
-                for j in range(NP):
-                    cj = cw_of(uc, j)
-                    aj = act_of(uc, j)
-                    wj = Mux(upath == j, old_p, cj) if NP > 1 else old_p
-                    tot = tot + Mux(aj, wj, 0)
-                    i = uc * NP + j if NP > 1 else uc
-                    t = (Array(lece)[i] + Array(srtt)[i])[:TB]
-                    calm = ((upath != j) & aj & (cj < cap)
-                            & (~Array(eseen)[i] | _time_lt(t, evr.now)))
-                    bits.append(calm)
-                    m.d.sync += newv[j].eq(cj)
-                m.d.sync += [wsum_b.eq(tot), mask.eq(Cat(*bits))]
-                m.next = "RF_W1"
+                wk = Mux(k == upath, old_p, cw_k)
+                m.d.sync += [acc.eq(A.add(acc, Mux(A_act[ki], wk, 0), name="acc_add")),
+                             tsum.eq(A.add(A_lece[ki], A_srtt[ki], name="echo_add")),
+                             cbase.eq((k != upath) & A_act[ki] & A.lt(cw_k, cap, "calm_cap")),
+                             A_new[k].eq(cw_k)]
+                m.next = "RF_CALM"
+            with m.State("RF_CALM"):
+                calm = cbase & (~A_eseen[ki] | A.time_lt(tsum, evr.now, "calm_time"))
+                m.d.sync += mask.eq(mask | (calm << k)[:NP])
+                with m.If(k == NP - 1):
+                    m.next = "RF_W1"
+                with m.Else():
+                    m.d.sync += k.eq(k + 1)
+                    m.next = "RF_SUM"
             with m.State("RF_W1"):
-                st = Mux(old_p < cap, old_p, cap)
-                m.d.sync += [start.eq(st),
-                             wv.eq(Mux(A_act[ui], wsum_b - (old_p - st), wsum_b))]
+                m.d.sync += [exc.eq(A.pos_sub(old_p, cap, "exc_sub")),
+                             start.eq(A.min(old_p, cap, "start_min"))]
                 m.next = "RF_W2"
             with m.State("RF_W2"):
-                w1 = Mux(wv > self.mtu, wv, self.mtu)
-                wend = Mux(A_act[ui], w1 + ucwnd - start, w1)
-                m.d.sync += short.eq(sfloor - wend)
+                m.d.sync += [wv.eq(Mux(A_act[ui], A.sub(acc, exc, "wv_sub"), acc)),
+                             dp.eq(Mux(A_act[ui], A.sub(_ext(ucwnd, W32), start, "dp_sub"), 0))]
+                m.next = "RF_W3"
+            with m.State("RF_W3"):
+                m.d.sync += w1.eq(A.max(_ext(wv, W32), self.mtu, "w1_max"))
+                m.next = "RF_W4"
+            with m.State("RF_W4"):
+                m.d.sync += wend.eq(A.add(w1, dp, name="wend_add"))
+                m.next = "RF_W5"
+            with m.State("RF_W5"):
+                m.d.sync += short.eq(A.sub(_ext(sfloor, W32), wend, "short_sub"))
                 m.next = "RF_PICK"
             with m.State("RF_PICK"):
                 # the lowest calm slot left (the highest: the negative control)
@@ -1150,16 +1167,22 @@ class CwndControl(wiring.Component):
                 m.d.sync += [rrem.eq(Mux(ge, d, sh)[:5]), rdq.eq(Cat(ge, rdq[:RD - 1])),
                              count.eq(count - 1)]
                 with m.If(count == 1):
-                    m.next = "RF_GIVE"
+                    m.next = "RF_ROOM"
+            # MR-CW-054: the give: the room below the cap, the min, the adds (a cycle each)
+            with m.State("RF_ROOM"):
+                m.d.sync += [nk.eq(A_new[kw]), room.eq(A.sub(cap, A_new[kw], "room_sub"))]
+                m.next = "RF_MIN"
+            with m.State("RF_MIN"):
+                m.d.sync += give.eq(A.min(room, rdq, "give_min"))
+                m.next = "RF_GIVE"
             with m.State("RF_GIVE"):
-                room = cap - A_new[kw]
-                give = Mux(room < rdq, room, rdq)
-                m.d.sync += [A_new[kw].eq(A_new[kw] + give), short.eq(short - give),
+                m.d.sync += [A_new[kw].eq(A.add(nk, give, name="give_add")),
+                             short.eq(A.sub(short, give, "short_give")),
                              mask.eq(mask & ~(Const(1, NP) << kw)[:NP])]
                 m.next = "RF_PICK"
             with m.State("RF_REST"):
                 with m.If(short != 0):
-                    m.d.sync += A_new[upath].eq(A_new[upath] + short)
+                    m.d.sync += A_new[upath].eq(A.add(A_new[upath], short, name="rest_add"))
                 m.d.sync += k.eq(0)
                 m.next = "SCAN"
             # MR-CW-128: the writes, a slot a cycle, p's last
@@ -1167,7 +1190,7 @@ class CwndControl(wiring.Component):
                 with m.If(k == NP):
                     m.d.sync += [kw.eq(upath), last.eq(1)]
                     m.next = "OFFER"
-                with m.Elif((k != upath) & (A_new[k] != A_cw[slot(uc, k)])):
+                with m.Elif((k != upath) & (A_new[k] != cw_k)):
                     m.d.sync += [kw.eq(k), last.eq(0)]
                     m.next = "OFFER"
                 with m.Else():
@@ -1198,6 +1221,7 @@ class CwndControl(wiring.Component):
             with m.State("REL"):
                 m.d.comb += self.release.eq(1)
                 m.next = "IDLE"
+        m.d.comb += steps.stmts
         return m
 
 

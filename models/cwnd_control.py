@@ -14,14 +14,18 @@ from .driver import CounterReadout
 from .rx import pack, unpack
 
 __all__ = ["CwndControlCycleModel", "WindowsEnv", "MOVE_DIV_BITS", "REFILL_DIV_BITS",
-           "LAT_MOVE_SCALED", "INPUTS", "OUTPUTS", "move_cycles", "refill_cycles",
+           "LAT_MOVE_SCALED", "LAT_MOVE_SLOT", "LAT_REFILL_CALM", "INPUTS", "OUTPUTS", "move_cycles", "refill_cycles",
            "cwnd_control_model_small"]
 
 #: MR-CW-127: the move's dividend w x r (one quotient bit a cycle) and the refill's shortfall
 MOVE_DIV_BITS = WIN_BITS + RATE_BITS
 REFILL_DIV_BITS = BAND_Q_BITS + 3
-#: MR-CW-129: a scaled slot: the slot's state, the product, the division, the clamp
-LAT_MOVE_SCALED = 3 + MOVE_DIV_BITS
+#: MR-CW-129: a scaled slot: the slot's state, the product, the division, the clamp in two; a
+#: slot not scaled: its state and the clamp
+LAT_MOVE_SCALED = 4 + MOVE_DIV_BITS
+LAT_MOVE_SLOT = 3
+#: MR-CW-129: a refill's calm path: the pick, the division, the room, the min, the adds
+LAT_REFILL_CALM = REFILL_DIV_BITS + 4
 
 INPUTS = ["s_ev__valid", "s_ev__payload", "s_setup__valid", "s_setup__payload",
           "s_upd__valid", "s_upd__payload", "m_setup__ready", "m_ack__ready",
@@ -32,12 +36,14 @@ OUTPUTS = ["s_ev__ready", "s_setup__ready", "s_upd__ready", "m_setup__valid",
 
 def move_cycles(paths, scaled):
     """MR-CW-129: a move's cycles after the band taken, before the scan."""
-    return paths * (LAT_MOVE_SCALED if scaled else 1)
+    return paths * (LAT_MOVE_SCALED if scaled else LAT_MOVE_SLOT)
 
 
-def refill_cycles(calm):
-    """MR-CW-129: a refill's cycles after the band taken, before the scan."""
-    return 3 + calm * (REFILL_DIV_BITS + 2) + 2
+def refill_cycles(calm, paths):
+    """MR-CW-129: a refill's cycles after the band taken, before the scan: two a slot (W and
+    the calm test), five for W' and the shortfall, each calm path's, the last pick and the
+    rest."""
+    return 2 * paths + 5 + calm * LAT_REFILL_CALM + 2
 
 
 class CwndControlCycleModel:
@@ -101,7 +107,7 @@ class CwndControlCycleModel:
             self.calc = move_cycles(self.paths, ctl.scaled)
             self.moves["scaled"] += int(ctl.scaled)
         else:
-            self.calc = refill_cycles(ctl.calm)
+            self.calc = refill_cycles(ctl.calm, self.paths)
         self._start_cycle = self.cycle
         self.state = "BREQ"
 

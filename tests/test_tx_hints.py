@@ -264,7 +264,8 @@ def test_control_inside_model():
     drv, model = control_model_run()
     check_control_windows(drv, model)
     for kind, n in model.ctl.moves["cycles"]:
-        least = move_cycles(SMALL["paths"], False) if kind == "move" else refill_cycles(0)
+        least = (move_cycles(SMALL["paths"], False) if kind == "move"
+                 else refill_cycles(0, SMALL["paths"]))
         assert n > 1 + LAT_BAND + least + SMALL["paths"], (kind, n)
 
 
@@ -305,3 +306,18 @@ def test_tx_control_verilator(run):
     if run == "directed":
         assert row["scaled"] >= 1 and row["refill"] >= 1
         assert row["sched_windows"] == row["windows"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2])
+def test_control_inside_random_model(seed):
+    """MR-TX-513 (model, slow): MR-TX-496's random run with the control path inside: every work
+    request completes and the checker passes; after every event of the unit the windows of its
+    connection are ``CwndModel``'s; moves (scaled ones too) made."""
+    model = TxCycleModel(64, **SMALL, hints=True, control=True)
+    drv, items, sem = hc.random_driver(model, seed)
+    run_alone(model, drv)
+    xc.check(sem, items, drv)
+    mv = model.ctl.moves
+    assert mv["move"] >= 5 and mv["scaled"] >= 1, mv
+    assert hc.check_hint_run(drv, loop=model.ctl.loop) > 25
