@@ -1024,6 +1024,7 @@ class CwndControl(wiring.Component):
         mrem = Signal(RB + 1)
         mdq = Signal(MD)
         lo = Signal(MD)                         # max(w, hw) of the clamp
+        prow_s, prow_c = Signal(MD), Signal(MD)  # w x r as two rows
         rrem = Signal(5)
         rdq = Signal(RD)
         rdiv = Signal(4)
@@ -1096,7 +1097,13 @@ class CwndControl(wiring.Component):
                     m.d.sync += mdq.eq(cw_k)
                     m.next = "MCLAMP1"
             with m.State("MMUL"):
-                m.d.sync += [mdq.eq(cw_k * urate), mrem.eq(0), count.eq(MD)]
+                # the product as two rows (MR-CW-032's form), added the next cycle
+                ps, pc = A.product(cw_k, urate, "mv_mul")
+                m.d.sync += [prow_s.eq(ps), prow_c.eq(pc)]
+                m.next = "MMUL2"
+            with m.State("MMUL2"):
+                m.d.sync += [mdq.eq(A.add(prow_s, prow_c, name="mv_mul_add")), mrem.eq(0),
+                             count.eq(MD)]
                 m.next = "MDIV"
             with m.State("MDIV"):
                 sh = Cat(mdq[MD - 1], mrem)

@@ -20,9 +20,9 @@ __all__ = ["CwndControlCycleModel", "WindowsEnv", "MOVE_DIV_BITS", "REFILL_DIV_B
 #: MR-CW-127: the move's dividend w x r (one quotient bit a cycle) and the refill's shortfall
 MOVE_DIV_BITS = WIN_BITS + RATE_BITS
 REFILL_DIV_BITS = BAND_Q_BITS + 3
-#: MR-CW-129: a scaled slot: the slot's state, the product, the division, the clamp in two; a
-#: slot not scaled: its state and the clamp
-LAT_MOVE_SCALED = 4 + MOVE_DIV_BITS
+#: MR-CW-129: a scaled slot: the slot's state, the product in two, the division, the clamp in
+#: two; a slot not scaled: its state and the clamp
+LAT_MOVE_SCALED = 5 + MOVE_DIV_BITS
 LAT_MOVE_SLOT = 3
 #: MR-CW-129: a refill's calm path: the pick, the division, the room, the min, the adds
 LAT_REFILL_CALM = REFILL_DIV_BITS + 4
