@@ -568,6 +568,7 @@ class TxCycleModel:
         self.control = check_control_options(self.hints, control, None)
         self.ctl = None
         self.unit_events = []           # MR-TX-496: the unit's events taken, as the unit gave them
+        self.cw_updates = []            # MR-TX-513: the windows' updates taken (packed), in order
         # MR-TX-256: the path verdicts and the scheduler's restores into the windows;
         # ``restores`` False (with verdicts: the negative control of MR-TX-261 only) leaves the
         # restores out of the join (the scheduler's port taken and dropped)
@@ -769,6 +770,8 @@ class TxCycleModel:
             if unit_valid and not ctl_valid and co["s_ack__ready"]:
                 self.unit_events.append(unpack(self.lay.cw.ack, rtx.ackev_q.head))
             upd_go = co["m_update__valid"] and cwnd_ready
+            if upd_go:
+                self.cw_updates.append(co["m_update__payload"])
             hint_out = {"s_cw_ack__ready": co["s_ack__ready"],
                         "m_cw_ev__valid": int(bool(cw_in["s_ack__valid"] and co["s_ack__ready"])),
                         "m_cw_ev__payload": cw_in["s_ack__payload"],

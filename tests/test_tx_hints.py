@@ -272,19 +272,47 @@ def test_control_inside_model():
         assert n > 1 + LAT_BAND + least + SMALL["paths"], (kind, n)
 
 
-@pytest.mark.slow
-def test_tx_control_lockstep():
-    """MR-TX-513 on the RTL: ``Tx(hints=True, control=True)`` against its model in the Amaranth
-    simulator on MR-TX-496's run (idle cycles, backpressure on every output, AXI latency): 0
-    mismatches on every output every cycle, every work request completes, then the model's
-    checks."""
+def tx_control_run(wrong=None):
+    """MR-TX-496's run on ``Tx(hints=True, control=True)`` (``control_wrong=wrong``) against the
+    model in the Amaranth simulator, with the windows' updates the scheduler takes inside the
+    RTL recorded beside (packed, in order)."""
     from metaroce.hdl.tx import Tx
     from metaroce.tb.lockstep import run_amaranth
     model = TxCycleModel(64, **SMALL, hints=True, control=True)
     drv, items = hc.make_driver(model)
-    core = run_amaranth(Tx(64, **SMALL, hints=True, control=True), model, drv, busy=model.busy)
+    dut = Tx(64, **SMALL, hints=True, control=True, control_wrong=wrong)
+    upd = dut.cwnd.m_update
+    seen = []
+
+    async def watch(ctx):
+        async for _, _, v, r, p in ctx.tick().sample(upd.valid, upd.ready, upd.payload.as_value()):
+            if v and r:
+                seen.append(p)
+    core = run_amaranth(dut, model, drv, busy=model.busy, background=[watch])
+    return core, drv, model, items, seen
+
+
+@pytest.mark.slow
+def test_tx_control_lockstep():
+    """MR-TX-513 on the RTL: ``Tx(hints=True, control=True)`` against its model in the Amaranth
+    simulator on MR-TX-496's run (idle cycles, backpressure on every output, AXI latency): 0
+    mismatches on every output every cycle, every work request completes, every update the RTL's
+    windows gave the scheduler the model's (the move writes' windows among them), then the
+    model's checks."""
+    core, drv, model, items, seen = tx_control_run()
     assert core.mismatches == 0
+    assert seen == model.cw_updates and len(seen) > 40
     check_control_windows(drv, model)
+
+
+@pytest.mark.slow
+def test_tx_control_round_caught_inside():
+    """MR-TX-514: the TX with the move's quotient rounded up (``control_wrong="round"``): the
+    ports match the model on MR-TX-496's run (a byte of a window changes no frame's timing),
+    the windows' updates inside differ from the model's at a scaled move's write."""
+    core, drv, model, items, seen = tx_control_run("round")
+    assert core.mismatches == 0
+    assert seen != model.cw_updates
 
 
 def control_verilator(env):
