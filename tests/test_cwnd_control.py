@@ -57,7 +57,8 @@ def test_control_lockstep(params, seed, n):
     assert got == sum(1 for k, _ in items if k == "ack")
 
 
-@pytest.mark.parametrize("wrong, seed", [("round", 2), ("order", 4)])
+@pytest.mark.parametrize("wrong, seed", [
+    ("round", 2), pytest.param("order", 4, marks=pytest.mark.slow)])
 def test_control_negative(wrong, seed):
     """MR-CW-133: the move's quotient rounded up, or the refill's calm paths served from the
     highest slot: a mismatch on a move write."""
@@ -66,6 +67,7 @@ def test_control_negative(wrong, seed):
     assert e.value.signal == "m_setup__payload"
 
 
+@pytest.mark.slow
 def test_control_block_elaborates():
     """MR-CW-134: the block the cost probe synthesizes (docs/hw/probes/
     cwnd_control_synth_46.py) elaborates to RTLIL with its shadows and the band unit;
