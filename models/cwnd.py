@@ -685,6 +685,8 @@ class CwndControl:
         if u["move"]:                                # MR-CW-053: the hint change's move
             self.moves["move"] += 1
             b = self._band(c, u["rate"])
+            # MR-CW-127: whether the windows are scaled (the sequencer's divisions)
+            self.scaled = cs["rate"] < u["rate"] < self.line_mbps and cs["rate"] < self.line_mbps
             new = band_move(old, cs["rate"], u["rate"], b["hw"], b["cap"], self.line_mbps)
             return self._writes(c, p, old, new, u["rate"], 0) + [("ack", r)]
         # MR-CW-054: the refill, on W' as the block had it: the event's W (after the clamp of
@@ -695,8 +697,9 @@ class CwndControl:
         start = min(old_p, b["cap"])
         w = wsum_before - (old_p - start if paths[p]["active"] else 0)
         w_end = max(w, self.mtu) + (u["cwnd"] - start if paths[p]["active"] else 0)
-        new = refill_windows(old, p, calm_paths(paths, p, b["cap"], r["now"]),
-                             b["sum_floor"] - w_end, b["cap"])
+        calm = calm_paths(paths, p, b["cap"], r["now"])
+        self.calm = len(calm)                        # MR-CW-127: the sequencer's divisions
+        new = refill_windows(old, p, calm, b["sum_floor"] - w_end, b["cap"])
         return self._writes(c, p, old, new, u["rate"], 1)
 
 

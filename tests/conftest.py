@@ -123,6 +123,16 @@ BUDGET_SLOW = {
     "tests/test_tx_sched_amaranth.py::test_lockstep_probes[7-0.2-0.5]",
     "tests/test_retransmit_amaranth.py::test_lockstep_ages_directed[ecn]",
     "tests/test_cwnd_hinted.py::test_hinted_lockstep_incast_prefix[incast6-180]",
+    # hintc46: paid for test_cwnd_control.py's and test_tx_hints.py's control-path tests; the
+    # outside control path's model run (its RTL runs are slow) and siblings of kept ones
+    "tests/test_tx_hints.py::test_hints_closed_loop_model",
+    "tests/test_tx_hints.py::test_hints_dropped_model",
+    "tests/test_cwnd_amaranth.py::test_lockstep_carry_form[1]",
+    "tests/test_cwnd_hinted.py::test_closed_loop_incast_equals_endpoint[incast6]",
+    "tests/test_cwnd_hinted.py::test_closed_loop_equals_unsplit_model[22]",
+    "tests/test_cwnd_band.py::test_band_lockstep[25000-2500-256-5]",
+    "tests/test_cwnd_band.py::test_band_lockstep[100000-10000-4096-2]",
+    "tests/test_cwnd_band.py::test_band_lockstep[400000-1048575-4096-4]",
     # session 35: 1,776 CPU s on 40e4e5a's fresh-clone record, 16 min 31 s. The negative
     # controls of 3 CPU s and more (a wrong form of the RTL or model that must fail: each shows
     # that a default test's check bites, which a change to that check must show again with
