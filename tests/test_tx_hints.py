@@ -42,8 +42,9 @@ def test_options_layouts_and_ports():
         TxCycleModel(64, **SMALL, hint_dropped=True)
 
 
-def model_run(hint_dropped=False, **run_kw):
-    model = TxCycleModel(64, **SMALL, hints=True, hint_dropped=hint_dropped)
+def model_run(hint_dropped=False, control=False, **run_kw):
+    """The hinted TX's model alone on hint45's run; ``control``: its control path inside."""
+    model = TxCycleModel(64, **SMALL, hints=True, hint_dropped=hint_dropped, control=control)
     drv, items = hc.make_driver(model, **run_kw)
     run_alone(model, drv)
     assert len(drv.res["cqe"]) == len(items) and all(c["status"] == 0 for c in drv.res["cqe"])
@@ -232,14 +233,6 @@ def test_control_options_and_ports():
     assert "cc_line_mbps" in members
 
 
-def control_model_run(**run_kw):
-    model = TxCycleModel(64, **SMALL, hints=True, control=True)
-    drv, items = hc.make_driver(model, **run_kw)
-    run_alone(model, drv)
-    assert len(drv.res["cqe"]) == len(items) and all(c["status"] == 0 for c in drv.res["cqe"])
-    return drv, model
-
-
 def check_control_windows(drv, model):
     """MR-TX-513's checks: moves (one scaled) and a refill made by the TX's own control path;
     after every event of the unit with its answer the windows are ``CwndModel``'s; the
@@ -264,7 +257,7 @@ def test_control_inside_model():
     compute's (MR-CW-129)."""
     from metaroce.models.cwnd import LAT_BAND
     from metaroce.models.cwnd_control import move_cycles, refill_cycles
-    drv, model = control_model_run()
+    drv, model = model_run(control=True)
     check_control_windows(drv, model)
     for kind, n in model.ctl.moves["cycles"]:
         least = (move_cycles(SMALL["paths"], False) if kind == "move"
