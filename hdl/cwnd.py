@@ -951,13 +951,12 @@ class CwndControl(wiring.Component):
 
     def elaborate(self, platform):
         from amaranth.hdl import Array
-        from metaroce.models import cwnd_control as cm
         m = Module()
         lay = self.lay
         C, NP = self.conns, self.paths
         WB, RB, TB = model.WIN_BITS, model.RATE_BITS, P.TIME_BITS
         QB = model.BAND_Q_BITS
-        MD, RD = cm.MOVE_DIV_BITS, cm.REFILL_DIV_BITS
+        MD, RD = model.MOVE_DIV_BITS, model.REFILL_DIV_BITS
         # MR-CW-126: the shadows, one register per connection and slot (or per connection)
         def regs(n, width, name):
             return [Signal(width, name=f"{name}{i}") for i in range(n)]

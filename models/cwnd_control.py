@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import random
 
-from . import cwnd_cases as cc
-from .cwnd import LAT_BAND, RATE_BITS, WIN_BITS, BAND_Q_BITS, CwndControl, CwndModel, layouts
+from .cwnd import (LAT_BAND, MOVE_DIV_BITS, REFILL_DIV_BITS, Closed, CwndControl, CwndModel,
+                   layouts)
 from .driver import CounterReadout
 from .rx import pack, unpack
 
@@ -17,9 +17,6 @@ __all__ = ["CwndControlCycleModel", "WindowsEnv", "MOVE_DIV_BITS", "REFILL_DIV_B
            "LAT_MOVE_SCALED", "LAT_MOVE_SLOT", "LAT_REFILL_CALM", "INPUTS", "OUTPUTS", "move_cycles", "refill_cycles",
            "cwnd_control_model_small"]
 
-#: MR-CW-127: the move's dividend w x r (one quotient bit a cycle) and the refill's shortfall
-MOVE_DIV_BITS = WIN_BITS + RATE_BITS
-REFILL_DIV_BITS = BAND_Q_BITS + 3
 #: MR-CW-129: a scaled slot: the slot's state, the product in two, the division, the clamp in
 #: two; a slot not scaled: its state and the clamp
 LAT_MOVE_SCALED = 5 + MOVE_DIV_BITS
@@ -60,7 +57,7 @@ class CwndControlCycleModel:
         self.lay = layouts(conns, paths, hints=True)
         self.control = CwndControl(conns, paths, mtu=mtu, line_mbps=line_mbps,
                                    base_rtt_ns=base_rtt_ns)
-        self.loop = cc.Closed([], self.control)
+        self.loop = Closed([], self.control)
         self.state = "IDLE"
         self.wait = 0
         self.k = 0
