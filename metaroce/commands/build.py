@@ -31,6 +31,9 @@ def add_arguments(p):
                    help="ecp5-85: nextpnr's placer, heap, static or sa (default heap; "
                         "MR-FLOW-043: static placed the congested whole engine with a fifth "
                         "less wire)")
+    p.add_argument("--block-ram-min-depth", type=int, default=None, metavar="ROWS",
+                   help="ecp5-85: the least depth of a wide, synchronously read memory that goes "
+                        "to block RAM (default 8; shallower ones go to LUT RAM; MR-FLOW-050)")
     p.add_argument("--stop-after", default=None, metavar="STAGE",
                    help="ecp5-85: stop after the stage synth or place and keep the run "
                         "directory, to go on later with --resume (MR-FLOW-030)")
@@ -44,7 +47,7 @@ def add_arguments(p):
 
 
 def report(blk, width, *, target, freq=None, seed=1, out=None, kept_check=True, router=None,
-           stop_after=None, resume=None, timeout=None, placer=None):
+           stop_after=None, resume=None, timeout=None, placer=None, block_ram_min_depth=None):
     """Build ``blk`` at ``width`` for ``target``; return the ``--json`` object."""
     from ..cli import CliError
     from .verilog import make_verilog
@@ -55,7 +58,8 @@ def report(blk, width, *, target, freq=None, seed=1, out=None, kept_check=True, 
     if not freq > 0:
         raise CliError(f"--freq must be a positive number of MHz, not {freq:g}")
     staged = {"--router": router, "--stop-after": stop_after, "--resume": resume,
-              "--timeout": timeout, "--placer": placer}
+              "--timeout": timeout, "--placer": placer,
+              "--block-ram-min-depth": block_ram_min_depth}
     if target == "xcvu9p" and any(v is not None for v in staged.values()):
         used = [k for k, v in staged.items() if v is not None]
         raise CliError(f"{', '.join(used)} {'applies' if len(used) == 1 else 'apply'} "
@@ -66,6 +70,12 @@ def report(blk, width, *, target, freq=None, seed=1, out=None, kept_check=True, 
         raise CliError(f"unknown router {router!r} (known: {', '.join(fpga_build.ROUTERS)})")
     if placer is not None and placer not in pnr.PLACERS:
         raise CliError(f"unknown placer {placer!r} (known: {', '.join(pnr.PLACERS)})")
+    if block_ram_min_depth is not None:
+        try:
+            fpga_build.check_block_ram_min_depth(block_ram_min_depth)
+        except pnr.PnrError:
+            raise CliError(f"--block-ram-min-depth must be 1..65536 rows, "
+                           f"not {block_ram_min_depth}") from None
     if stop_after is not None and stop_after not in fpga_build.STAGES[:-1]:
         raise CliError(f"--stop-after takes {' or '.join(fpga_build.STAGES[:-1])}, "
                        f"not {stop_after!r}")
@@ -82,7 +92,11 @@ def report(blk, width, *, target, freq=None, seed=1, out=None, kept_check=True, 
                                         keep_dir=out, kept_check=kept_check,
                                         router=router or fpga_build.DEFAULT_ROUTER,
                                         stop_after=stop_after, resume=resume, timeout=timeout,
-                                        placer=placer or fpga_build.DEFAULT_PLACER)
+                                        placer=placer or fpga_build.DEFAULT_PLACER,
+                                        block_ram_min_depth=(
+                                            fpga_build.BLOCK_RAM_MIN_DEPTH
+                                            if block_ram_min_depth is None
+                                            else block_ram_min_depth))
     except pnr.PnrError as e:
         raise CliError(str(e)) from None
     return {"block": blk.name, "width": width, **rep,
@@ -95,7 +109,7 @@ def run(args):
     out = report(blk, args.width, target=args.target, freq=args.freq, seed=args.seed,
                  out=args.out, kept_check=args.kept_check, router=args.router,
                  stop_after=args.stop_after, resume=args.resume, timeout=args.timeout,
-                 placer=args.placer)
+                 placer=args.placer, block_ram_min_depth=args.block_ram_min_depth)
     if args.json:
         print(json.dumps(out))
         return 0
