@@ -299,7 +299,8 @@ class TxSched(wiring.Component):
         sd = S * D                              # message slots per connection
         sdb = _bits(sd) if sd > 1 else 0
         Q, E = C * S, C * sd                    # stream queues, message entries
-        ptr_w = db + 1                          # ring pointers: index and wrap bit
+        LB = records.LAP_BITS
+        ptr_w = db + LB                         # ring pointers: index and lap (MR-TXS-490)
         chunk_w = records.CHUNK_BITS + 1
         bytes_w = records.BYTES_BITS
         psn_w = P.wire.PSN_BITS
@@ -484,7 +485,7 @@ class TxSched(wiring.Component):
         fq_lay = data.StructLayout({"conn": cb, "laddr": 64, "op_set": 1, "op": 3, "ack_req": 1,
                                     "psn": psn_w, "flags": 4, "path": pb, "stream": 16, "msg": 32,
                                     "chunk": 32 - mtu_log2, "len": 32, "va": 64, "rkey": 32,
-                                    "imm": 32, "nb": nb_w, "slot": 3, "lap": 1,   # MR-TXS-411
+                                    "imm": 32, "nb": nb_w, "slot": 3, "lap": LB,  # MR-TXS-411
                                     "swap": 64, "compare": 64,      # MR-TXS-099
                                     "gen": GEN_BITS})               # MR-TXS-121
 
@@ -568,9 +569,12 @@ class TxSched(wiring.Component):
             return (idx - d[:db])[:db] < count(t, d) if D > 1 else count(t, d) != 0
 
         def lap_of(d, idx):
-            """MR-TXS-142: live ring entry ``idx``'s lap, the top bit of its position (from the
-            ring's ``done``: its position is done + (idx - done) mod depth)."""
-            return d[db] ^ (idx[:db] < d[:db]) if D > 1 else d[0]
+            """MR-TXS-142: live ring entry ``idx``'s lap, the top bits of its position (from the
+            ring's ``done``: its position is done + (idx - done) mod depth; MR-TXS-490: LAP_BITS
+            of them, done's lap plus one when the index is below done's)."""
+            if D == 1:
+                return d[:LB]
+            return (d[db:] + (idx[:db] < d[:db]))[:LB]
 
         def of_stream(arr, qi, ptr):
             """``arr``'s element of stream ``qi``'s ring entry ``ptr`` (a D-way read)."""
@@ -694,15 +698,13 @@ class TxSched(wiring.Component):
                     "d1": i_dist1[:wb + 2]}
 
         in_a, in_r = intake(ba_rep, ba_next, "a"), intake(br.as_value(), br_next, "r")
-        # MR-TXS-446: a late report is ignored as one of a slot not live (MR-TXS-020), but for
-        # its path's evidence (rep_restore, on busy)
-        in_a["base"] = in_a["base"] & ~ba.late
         inc = data.View(lay.report, _named(m, Mux(acked_valid, ba_rep, br.as_value()),
                                            "inc"))
         i_ = {k: _named(m, Mux(acked_valid, in_a[k], in_r[k]), f"i_{k}") for k in in_a}
         i_e = i_["e"]
         rr_valid = Signal()             # a report in the register: this cycle's action
         rr_lost = Signal()
+        rr_late = Signal()              # MR-TXS-491: a late report: its chunk, no flight
         rr = Signal(lay.report)
         rr_ok = Signal()                # not ignored (MR-TXS-020)
         rr_last = Signal()
@@ -839,10 +841,12 @@ class TxSched(wiring.Component):
         comp_valid = []
         for qi in range(Q):
             # every chunk sent (send has passed the oldest entry) and acknowledged (ahead 0); or
-            # failed with nothing in flight (MR-TXS-027)
-            comp_valid.append(Mux(of_stream(e_fail, qi, done[qi]),
-                                  (tail[qi] != done[qi]) & of_stream(e_idle, qi, done[qi]),
-                                  (send[qi] != done[qi]) & (of_stream(e_ahead, qi, done[qi]) == 0)))
+            # failed (MR-TXS-027); either with nothing in flight (MR-TXS-492: a late report may
+            # acknowledge a chunk whose resend is in flight)
+            comp_valid.append(of_stream(e_idle, qi, done[qi])
+                              & Mux(of_stream(e_fail, qi, done[qi]), tail[qi] != done[qi],
+                                    (send[qi] != done[qi])
+                                    & (of_stream(e_ahead, qi, done[qi]) == 0)))
         # MR-TXS-045: each stream's test registered; the pick a cycle later among the streams
         # of connections untouched at the edge, but the completion register's own stream (a
         # connection's state is then the one the tests saw)
@@ -1336,6 +1340,9 @@ class TxSched(wiring.Component):
         # arithmetic on its own value (no adder after a wide mux)
         rep_act = _named(m, busy & rr_ok, "rep_act")
         ack_act = _named(m, rep_act & ~rr_lost, "ack_act")
+        # MR-TXS-491: a late report of the slot's present message acknowledges its chunk
+        # (ack_act) and releases no flight (its packet's left with the timeout's lost report)
+        rel_act = _named(m, rep_act & ~rr_late, "rel_act")
         lost_act = _named(m, rep_act & rr_lost & ~rr_was_acked & ~read(e_fail, r_e, "r_fail"),
                           "lost_act")
         wr_act = _named(m, take_wr & ~w_bad, "wr_act")
@@ -1437,6 +1444,7 @@ class TxSched(wiring.Component):
                        Mux(ia_refill, 0, Mux(wb_valid & (wb_e == i_e), ahead_moved, ia_now)))
         m.d.sync += r_ahead.eq(Mux(ack_act & (r_e == i_e), r_ahead, ia_after))
         m.d.sync += [rr_valid.eq(busy_n), rr_lost.eq(~acked_valid), rr.eq(inc),
+                     rr_late.eq(acked_valid & ba.late),
                      rr_ok.eq(i_["base"] & ~i_kill & (i_["sent"] | (i_["next"] & i_hit))),
                      rr_last.eq(Mux(acked_valid, ba_last, br_last)),
                      # MR-TXS-047: and its chunk when the report acted on now acknowledges it
@@ -1495,7 +1503,7 @@ class TxSched(wiring.Component):
                 with m.If(cw_hot[row]):
                     m.d.sync += [p_cwm[row].eq(cw_d_cwm),
                                  p_room[row].eq(cw_room)]
-                with m.If(rep_act & (r_row == row)):
+                with m.If(rel_act & (r_row == row)):
                     m.d.sync += [p_infl[row].eq(Mux(over, infl_next, 0)),
                                  p_room[row].eq(Mux(over, room_next, room_empty)),
                                  p_pkts[row].eq(Mux(p_pkts[row] != 0, pkts_next, 0))]
@@ -1559,7 +1567,7 @@ class TxSched(wiring.Component):
             c_unsent_after = A.add3_c(c_unsent[c], comp_next, ~_ext(comp_nchm1, 24), Const(0, 1),
                                       f"unsent_after{c}")
             c_unsent_less = A.sub(c_unsent[c], 1, f"unsent_less{c}")
-            with m.If(rep_act & (r_conn == c)):
+            with m.If(rel_act & (r_conn == c)):
                 m.d.sync += [c_infl[c].eq(Mux(over, c_infl_next, 0)),
                              c_room[c].eq(Mux(over, c_room_next, K))]
             for k in range(RD):
@@ -1746,7 +1754,7 @@ class TxSched(wiring.Component):
                              e_lastnb[e].eq(w_lastnb), e_base[e].eq(0), win_zero[e].eq(1),
                              e_bits[e].eq(0), e_ahead[e].eq(0), e_fail[e].eq(0), e_out[e].eq(0),
                              e_idle[e].eq(1)]
-            with m.If(rep_act & (r_e == e) & ~e_idle[e]):
+            with m.If(rel_act & (r_e == e) & ~e_idle[e]):
                 m.d.sync += [e_out[e].eq(out_next),
                              e_idle[e].eq(e_out[e] == 1)]
             # the picked candidate's entry: its connection's and its own registered bit

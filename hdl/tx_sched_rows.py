@@ -382,7 +382,8 @@ class TxSchedRows(wiring.Component):
         # MR-TXS-340: with pacing, a turn's or a write's time, a write's set_time and paced bit
         pace_arg = ({"time": P.TIME_BITS, "set_time": 1, "paced": 1} if self.pacing else {})
         arg_lay = data.StructLayout({"kind": 4, "cq": 1, "path": 8, "slot": 3, "chunk": 20,
-                                     "lap": 1, "cwnd": records.BYTES_BITS, "verdict": 2,
+                                     "lap": records.LAP_BITS, "cwnd": records.BYTES_BITS,
+                                     "verdict": 2,
                                      "fail": fail_lay, "psn": 24, **pace_arg,
                                      "late": 1})                # MR-TXS-445: s_acked's flag
         if self.pacing:
@@ -739,8 +740,9 @@ class TxSchedRows(wiring.Component):
             e = rv.entries.as_value().word_select(Cat(st.done[:db], Const(s, sb) if sb else Cat()),
                                                   rl.entry.size)
             e = data.View(rl.entry, e)
-            return (count(st) != 0) & (((e.status != 0) & (e.out == 0))
-                                       | ((e.status == 0) & (e.ack_base >= e.nchunks)))
+            # MR-TXS-492: with success too only once none of its packets is in flight
+            return (count(st) != 0) & (e.out == 0) & ((e.status != 0)
+                                                      | (e.ack_base >= e.nchunks))
 
         def desc_at(slot):
             """MR-TXS-205: the slot's record, the memory's (MR-TXS-472: the write of the op
@@ -784,7 +786,7 @@ class TxSchedRows(wiring.Component):
                                              ne.nchunks.eq(w_n), ne.next_chunk.eq(0),
                                              ne.ack_base.eq(0), ne.ack_bits.eq(0),
                                              ne.status.eq(0), ne.out.eq(0),
-                                             ne.lap.eq(st_w.tail[db]), ne.rsp.eq(w.rsp),
+                                             ne.lap.eq(st_w.tail[db:]), ne.rsp.eq(w.rsp),
                                              ne.err.eq(w.err), ne.lnq.eq(0)]   # MR-TXS-257
                 m.d.comb += [mid.conn.unsent.eq(r.conn.unsent + w_n), desc_we.eq(1),
                              desc_slot.eq(w_slot)]
@@ -807,10 +809,11 @@ class TxSchedRows(wiring.Component):
         s_ok = (rp_slot >> (db + sb)) == 0 if db + sb < 3 else Const(1, 1)
         r_live = live_k.bit_select(rp_slot[:db + sb], 1) & s_ok
         r_hit = Signal()
-        # MR-TXS-446: a late report is ignored as one of a slot not live, but for its path's
-        # evidence (the restore below)
-        m.d.comb += r_hit.eq(p_ok & r_live & (re.lap == a.lap) & (rp_chunk < re.next_chunk)
-                             & ~a.late)
+        r_rel = Signal()
+        # MR-TXS-491: a late report of the slot's present message (its lap the entry's,
+        # MR-TXS-490) acknowledges its chunk (r_hit) and releases no flight (r_rel)
+        m.d.comb += [r_hit.eq(p_ok & r_live & (re.lap == a.lap) & (rp_chunk < re.next_chunk)),
+                     r_rel.eq(r_hit & ~a.late)]
         rps = path_at(rp_path)
         # MR-TXS-284: an acknowledged report of a path of the instance not active restores it
         restore = Signal()
@@ -838,11 +841,12 @@ class TxSchedRows(wiring.Component):
                     np_ = mid.paths[p]
                     with m.If(is_k[K_ACKED]):
                         m.d.comb += [np_.state.eq(PATH_ACTIVE), np_.col.eq(0)]   # MR-TXS-116
-                    with m.If(r_hit):
+                    with m.If(r_rel):
                         m.d.comb += [np_.inflight.eq(less_nb(rps.inflight)),
                                      np_.pkts.eq(_sub0(rps.pkts, 1))]
             with m.If(r_hit):
-                m.d.comb += mid.conn.inflight.eq(less_nb(r.conn.inflight))
+                with m.If(~a.late):
+                    m.d.comb += mid.conn.inflight.eq(less_nb(r.conn.inflight))
                 # protocol.chunk_ack: the chunk's bit, then the base over the trailing ones
                 new_ack = new_ack_t
                 z_any, z_idx = _lowest_zero(bits)
@@ -855,7 +859,8 @@ class TxSchedRows(wiring.Component):
                 for k in range(SD):
                     with m.If(rp_slot == k):
                         ne = mid.entries[k]
-                        m.d.comb += ne.out.eq(_sub0(re.out, 1))
+                        with m.If(~a.late):
+                            m.d.comb += ne.out.eq(_sub0(re.out, 1))
                         # MR-TXS-257: kept when the FIFO is full; an acknowledged chunk at or
                         # above the base leaves the set (below it, the bit is another chunk's)
                         with m.If(lost_q & r_full):
@@ -1402,8 +1407,9 @@ class TxSchedRows(wiring.Component):
                                  r.entries.as_value().word_select(at, self.rl.entry.size))
 
         def cond(status_nz, e):
-            """MR-TXS-022/027 on an entry: failed with nothing in flight, or all acknowledged."""
-            return Mux(status_nz, e.out == 0, e.ack_base >= e.nchunks)
+            """MR-TXS-022/027 on an entry: failed, or all acknowledged; with nothing in flight
+            (MR-TXS-492)."""
+            return (e.out == 0) & (status_nz | (e.ack_base >= e.nchunks))
 
         # MR-TXS-432: a completion op: the streams after the one it completes as on r, that
         # one's next message (its count one less, its head one on)
@@ -1433,8 +1439,10 @@ class TxSchedRows(wiring.Component):
         covered = Cat(bits[j] | rem_le(j) for j in range(W)).all()
         ack_fill = rem_le(0) | (rem_le(W) & covered)
         rep_done = Signal(name="cpl_rep_done")
-        m.d.comb += rep_done.eq(Mux(re.status != 0, re.out <= 1,
-                                    Mux(new_ack, ack_fill, re.ack_base >= re.nchunks)))
+        # MR-TXS-492: its `out` after the report 0 (a late report, MR-TXS-491, leaves it)
+        out_done = Mux(a.late, re.out == 0, re.out <= 1)
+        m.d.comb += rep_done.eq(out_done & ((re.status != 0)
+                                            | Mux(new_ack, ack_fill, re.ack_base >= re.nchunks)))
         after_rep = Const(0, 1)
         for s in range(S):
             at, e = head(s)

@@ -261,11 +261,11 @@ def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"]
                                # MR-TXS-411: the slot's entry's lap (MR-TXS-142), which the
                                # data path's read errors return (m_fail); last, so that every
                                # other field keeps its bits
-                               "lap": 1})
+                               "lap": records.LAP_BITS})
     # MR-TXS-027: a message's failure (the data path's read error) and a connection's (the
     # retransmit unit's ``m_error``)
     # MR-TXS-411: with the lap of the frame request whose read failed
-    fail = data.StructLayout({"conn": cb, "slot": 3, "status": 5, "lap": 1})
+    fail = data.StructLayout({"conn": cb, "slot": 3, "status": 5, "lap": records.LAP_BITS})
     # MR-TXS-028: a path's window, the fields conn, path, cwnd of the Cwnd block's m_update
     cwnd = data.StructLayout({"conn": cb, "path": (paths - 1).bit_length(),
                               "cwnd": records.BYTES_BITS})
@@ -304,6 +304,8 @@ class TxSchedModel:
         check_params(conns, streams, paths, depth, chunk_window, mtu, cwnd, conn_window,
                      path_pkts, ack_every, resend_depth)
         self.conns, self.streams, self.paths, self.depth = conns, streams, paths, depth
+        # MR-TXS-490: ring positions modulo 2^LAP_BITS x depth (an entry's lap its top bits)
+        self.ring_mod = (1 << records.LAP_BITS) * depth
         # MR-TXS-290: a suspicion or retirement of a connection's last active path is a reroute
         # (the register scheduler's cycle model and the endpoint replay set it; the row
         # scheduler, section 16, keeps the rule before it, and False is MR-TXS-296's control)
@@ -346,7 +348,7 @@ class TxSchedModel:
         return conn * self.streams + stream
 
     def _count(self, q):
-        return (q["tail"] - q["done"]) % (2 * self.depth)
+        return (q["tail"] - q["done"]) % self.ring_mod
 
     def live(self, qi, idx):
         """Ring entry ``idx`` holds a message posted and not completed (MR-TXS-012)."""
@@ -414,13 +416,13 @@ class TxSchedModel:
         elif is_send(f["op"]):
             rs = q["send_seq"]
             q["send_seq"] = (rs + 1) & 0xFFFFFFFF
-        # MR-TXS-142: ``lap``, the entry's ring lap (its position's top bit, tail being kept
-        # mod 2 x depth), carried by its packets' records and their reports
+        # MR-TXS-142: ``lap``, the entry's ring lap (its position's top bits, tail being kept
+        # mod 2^LAP_BITS x depth, MR-TXS-490), carried by its packets' records and their reports
         q["ring"][q["tail"] % self.depth] = dict(
             f, msg=f["msg"] if rsp else q["msg_next"], recv_seq=rs, nchunks=n, next_chunk=0,
             ack_base=0, ack_bits=0, status=0, out=0, lap=q["tail"] // self.depth,
             lnq=set())                  # MR-TXS-241: its chunks lost, not queued
-        q["tail"] = (q["tail"] + 1) % (2 * self.depth)
+        q["tail"] = (q["tail"] + 1) % self.ring_mod
         if not rsp:
             q["msg_next"] = (q["msg_next"] + 1) & 0xFFFFFFFF
         self.conn[f["conn"]]["unsent"] += n
@@ -447,10 +449,19 @@ class TxSchedModel:
                 ps["rst"] = 1
             ps.update(state=PATH_ACTIVE, col=0)
         e = self.entry_of(c, f["slot"], f.get("lap", 0))
-        # MR-TXS-446: a late report (its record a timeout reported lost) is its path's evidence
-        # (above) and nothing else: its packet left the flight with the lost report
-        if p >= self.paths or e is None or f["chunk"] >= e["next_chunk"] or f.get("late"):
+        if p >= self.paths or e is None or f["chunk"] >= e["next_chunk"]:
             return False
+        if f.get("late"):
+            # MR-TXS-491: a late report (its record a timeout reported lost) of the slot's
+            # present message (its lap the entry's, MR-TXS-490) counts its chunk acknowledged
+            # and releases nothing (its packet left the flight with the lost report, MR-TXS-447)
+            if not window:
+                self.pending = (e, f["chunk"])
+            else:
+                self.apply_window((e, f["chunk"]))
+            if "lnq" in e:
+                e["lnq"].discard(f["chunk"])
+            return True
         nbytes = P.chunk_bytes(msg_len(e["op"], e["length"]), f["chunk"], self.mtu)
         ps, cs = self.path[c * self.paths + p], self.conn[c]
         ps["inflight"] = max(0, ps["inflight"] - nbytes)
@@ -536,14 +547,15 @@ class TxSchedModel:
 
     # -- completions (MR-TXS-022)
     def completes(self, qi):
-        """Stream queue ``qi``'s oldest message completes: every chunk acknowledged, or failed
-        with nothing in flight (MR-TXS-022, MR-TXS-027)."""
+        """Stream queue ``qi``'s oldest message completes: every chunk acknowledged, or failed,
+        with nothing in flight (MR-TXS-022, MR-TXS-027, MR-TXS-492)."""
         q = self.q[qi]
         if not self._count(q):
             return False
         e = q["ring"][q["done"] % self.depth]
-        return bool((e["status"] and not e["out"])
-                    or (not e["status"] and e["ack_base"] >= e["nchunks"]))
+        # MR-TXS-492: and with success only once none of its packets is in flight (a late
+        # report may count a chunk whose resend is still to be reported)
+        return bool(not e["out"] and (e["status"] or e["ack_base"] >= e["nchunks"]))
 
     def completions(self):
         """The stream queues (in index order) whose oldest message completes."""
@@ -565,9 +577,9 @@ class TxSchedModel:
         slot = (qi % self.streams) * self.depth + q["done"] % self.depth
         cs["retx"] = deque((s, k, int(st or s == slot)) for s, k, st in cs["retx"])
         if q["send"] == q["done"]:
-            q["send"] = (q["send"] + 1) % (2 * self.depth)
+            q["send"] = (q["send"] + 1) % self.ring_mod
             self.conn[qi // self.streams]["unsent"] -= e["nchunks"] - e["next_chunk"]
-        q["done"] = (q["done"] + 1) % (2 * self.depth)
+        q["done"] = (q["done"] + 1) % self.ring_mod
         return self.cqe_of(e, e["status"])
 
     # -- scheduling (MR-TXS-023..026)
@@ -719,7 +731,7 @@ class TxSchedModel:
         else:
             e["next_chunk"] += 1
             if e["next_chunk"] == e["nchunks"]:
-                q["send"] = (q["send"] + 1) % (2 * self.depth)
+                q["send"] = (q["send"] + 1) % self.ring_mod
             cs["unsent"] -= 1
             cs["srr"] = (s + 1) % self.streams
         cs["rr"] = (p + 1) % self.paths

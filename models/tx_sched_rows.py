@@ -69,7 +69,8 @@ class RowLayouts:
     def __init__(self, conns, streams, paths, depth, chunk_window, resend_depth, pacing=False):
         self.conns, self.streams, self.paths, self.depth = conns, streams, paths, depth
         self.resend_depth = resend_depth
-        ptr = (2 * depth - 1).bit_length()               # ring positions mod 2 x depth
+        # ring positions mod 2^LAP_BITS x depth (MR-TXS-490)
+        ptr = ((1 << records.LAP_BITS) * depth - 1).bit_length()
         # MR-TXS-201: the connection's own fields
         # MR-TXS-337: with pacing, the pacing condition's (a turn asked for and not back, the
         # time moved, paced, the last turn's time, in the late queue)
@@ -86,14 +87,16 @@ class RowLayouts:
         self.entry = data.StructLayout({
             "op": 3, "length": 32, "nchunks": _CHUNK + 1, "next_chunk": _CHUNK + 1,
             "ack_base": _CHUNK + 1, "ack_bits": chunk_window, "status": 5,
-            "out": (paths * (P.SEND_WINDOW - 1)).bit_length(), "lap": 1, "rsp": 1, "err": 1,
+            "out": (paths * (P.SEND_WINDOW - 1)).bit_length(), "lap": records.LAP_BITS,
+            "rsp": 1, "err": 1,
             # MR-TXS-256: its chunks lost and not queued, bit chunk mod chunk_window
             "lnq": chunk_window})
         # MR-TXS-204: per path
         self.path = data.StructLayout({
             "next_psn": 24, "inflight": _BYTES, "pkts": (P.SEND_WINDOW - 1).bit_length(),
             "since_req": 4, "cwnd": _BYTES, "state": 2, "col": 1, "gen": GEN_BITS,
-            "tail_ok": 1, "tail_slot": _SLOT, "tail_chunk": _CHUNK, "tail_lap": 1})
+            "tail_ok": 1, "tail_slot": _SLOT, "tail_chunk": _CHUNK,
+            "tail_lap": records.LAP_BITS})
         # MR-TXS-201: the resend FIFO's entries (message slot, chunk); MR-TXS-460: stale once
         # the message completed
         self.retx = data.StructLayout({"slot": _SLOT, "chunk": _CHUNK, "stale": 1})

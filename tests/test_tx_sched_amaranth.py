@@ -1278,9 +1278,10 @@ def test_lockstep_late_reports():
     """MR-TXS-445, MR-TXS-446, MR-TXS-449: ``test_lockstep_path_states``' traffic at seed 2 with
     late ACKs (the driver's ``late_acks``: half the receiver's ACKs lost, every other flush
     timing the paths out before it ACKs them): 15 reports flagged late, each naming a live
-    entry's sent chunk, among suspicions and reroutes: 0 mismatches, and the checker passes
-    (every work request completes once, every chunk sent). The wrong form, the late report
-    taken as any acknowledged report: ``test_late_report_wrong_form_fails`` (slow). It stands
+    entry's sent chunk (since live46 counted, MR-TXS-491), among suspicions and reroutes: 0
+    mismatches, and the checker passes (every work request completes once, every chunk sent).
+    The wrong forms (a late report's flight released; the late report ignored):
+    ``test_late_report_wrong_form_fails`` (slow). It stands
     for ``test_lockstep_path_states[1]`` in the default run (MR-TXS-113..120: the same verdicts
     acted on, suspicions, reroutes and retirements, restores by late reports among them)."""
     items, kw = _path_state_run(2)
@@ -1289,15 +1290,27 @@ def test_lockstep_late_reports():
     assert res["late"] >= 10 and v[2] >= 5 and v[1] >= 3 and v[3] >= 1, (res["late"], dict(v))
 
 
+#: MR-TXS-491/492's wrong forms: the late report's flight released a second time (MR-TXS-446's
+#: wrong form), the late report ignored (the rule before live46), the completion with success
+#: not waiting for `out` 0
+LATE_WRONG = {
+    "releases_flight": ('rel_act = _named(m, rep_act & ~rr_late, "rel_act")',
+                        'rel_act = _named(m, rep_act, "rel_act")'),
+    "ignored": ('in_a, in_r = intake(ba_rep, ba_next, "a"), intake(br.as_value(), br_next, "r")\n',
+                'in_a, in_r = intake(ba_rep, ba_next, "a"), intake(br.as_value(), br_next, "r")\n'
+                '        in_a["base"] = in_a["base"] & ~ba.late\n'),
+}
+
+
 @pytest.mark.slow
-def test_late_report_wrong_form_fails():
-    """MR-TXS-446 (negative control): the register scheduler taking a late report as any
-    acknowledged report (its flight released a second time, its chunk counted) mismatches the
-    model on ``test_lockstep_late_reports``' traffic."""
+@pytest.mark.parametrize("wrong", sorted(LATE_WRONG))
+def test_late_report_wrong_form_fails(wrong):
+    """MR-TXS-446, MR-TXS-491 (negative controls): the register scheduler releasing a late
+    report's flight, or ignoring a late report of the slot's present message (MR-TXS-446's rule
+    before live46), mismatches the model on ``test_lockstep_late_reports``' traffic."""
     items, kw = _path_state_run(2)
     kw = {k: v for k, v in kw.items() if k not in ("seed", "p_idle", "p_bp")}
-    assert_wrong_form_fails(('in_a["base"] = in_a["base"] & ~ba.late', 'in_a["base"] = in_a["base"]'),
-                            items, 2, late_acks=True, **kw)
+    assert_wrong_form_fails(LATE_WRONG[wrong], items, 2, late_acks=True, **kw)
 
 
 # MR-TXS-116/117/118's wrong forms: a probing path that takes a resend, the verdict's

@@ -176,17 +176,18 @@ def test_rows_stall_sweep():
 
 def test_row_widths():
     """MR-TXS-200..206, MR-TXS-233: the row's fields are bounded (a value that does not fit is refused) and
-    its width is the sum of the fields': 2,519 bits at 4,096 x 8 with MR-TXS-001's small shape
-    (2 streams x 4 messages, chunk window 16, resend FIFO 8); 2,046 with 4 paths; the
+    its width is the sum of the fields': 2,673 bits at 4,096 x 8 with MR-TXS-001's small shape
+    (2 streams x 4 messages, chunk window 16, resend FIFO 8); 2,172 with 4 paths; the
     descriptor 400. MR-TXS-256: the entry's lost-not-queued bits, ``chunk_window`` of them
-    (133 + 16 = 149), 128 bits of the row at the small shape."""
+    (140 + 16 = 156), 128 bits of the row at the small shape. MR-TXS-490 (live46): the laps'
+    8 bits (the ring pointers', the entries' and the paths' `tail_lap`: 2,519 -> 2,673)."""
     rl = row_layouts(conns=4096, streams=2, paths=8, depth=4, chunk_window=16, resend_depth=8)
     sizes = {k: getattr(rl, k).size for k in ("conn", "stream", "entry", "path", "retx", "desc")}
-    assert sizes == {"conn": 61, "stream": 73, "entry": 149, "path": 116, "retx": 24,
+    assert sizes == {"conn": 61, "stream": 94, "entry": 156, "path": 123, "retx": 24,
                      "desc": 400}
     assert rl.entry["lnq"].shape == 16
-    assert rl.row.size == 61 + 2 * 73 + 8 * 149 + 8 * 116 + 8 * 24 == 2519
-    assert row_layouts(paths=4).row.size == 2046
+    assert rl.row.size == 61 + 2 * 94 + 8 * 156 + 8 * 123 + 8 * 24 == 2673
+    assert row_layouts(paths=4).row.size == 2172
     m = TxSchedRowsModel(64, **dict(SMALL, conns=4, paths=8))
     row = unpack_row(m.rl, m.mem[3])
     assert row["conn"]["rr"] == 3 and all(p["cwnd"] == SMALL["cwnd"] for p in row["paths"])
@@ -512,14 +513,23 @@ def test_rows_rtl_late_reports():
     assert model.counts["sched"] >= n and model.counts["acked"] and model.counts["complete"]
 
 
+#: MR-TXS-491's wrong forms of the row RTL: the late report's flight released (MR-TXS-446's
+#: wrong form), the late report ignored (the rule before live46)
+ROWS_LATE_WRONG = {
+    "releases_flight": ("r_rel.eq(r_hit & ~a.late)", "r_rel.eq(r_hit)"),
+    "ignored": ("(rp_chunk < re.next_chunk)),", "(rp_chunk < re.next_chunk) & ~a.late),"),
+}
+
+
 @pytest.mark.slow
-def test_rows_rtl_late_wrong_form_fails():
-    """MR-TXS-446 (negative control): the row scheduler's RTL taking a late report as any
-    acknowledged report (``r_hit`` without ``~late``) mismatches its model."""
+@pytest.mark.parametrize("wrong", sorted(ROWS_LATE_WRONG))
+def test_rows_rtl_late_wrong_form_fails(wrong):
+    """MR-TXS-446, MR-TXS-491 (negative controls): the row scheduler's RTL releasing a late
+    report's flight, or ignoring a late report of the slot's present message, mismatches its
+    model."""
     from metaroce.tb.lockstep import Mismatch, wrong_form
     prm, n, seed, kw = _LATE_CASE
-    bad = wrong_form("tx_sched_rows", "(rp_chunk < re.next_chunk)\n                             & ~a.late)",
-                     "(rp_chunk < re.next_chunk))")
+    bad = wrong_form("tx_sched_rows", *ROWS_LATE_WRONG[wrong])
     with pytest.raises(Mismatch):
         rows_lockstep(prm, n, seed, hdl=bad, **kw)
 
@@ -611,7 +621,7 @@ def test_rows_rtl_wrong_forms_fail(old, new, kw):
 
 
 def test_rows_rtl_instances():
-    """MR-TXS-250, MR-TXS-255, MR-TXS-279, MR-TXS-284: the 4,096 x 8 instance is built (tail probes included) (row 2,519 bits, descriptor
+    """MR-TXS-250, MR-TXS-255, MR-TXS-279, MR-TXS-284: the 4,096 x 8 instance is built (tail probes included) (row 2,673 bits, descriptor
     word 8 records of 400 bits) with the ports of the register scheduler (MR-TXS-002: the same
     names and layouts, without its optional ones and, MR-TXS-465, without its initial-PSN port),
     and ``conns`` out of 2..4,096 or not a power of two is refused, as the model's."""
@@ -620,7 +630,7 @@ def test_rows_rtl_instances():
     dut = TxSchedRows(64, **dict(SMALL, conns=4096, paths=8), init_rows=False)
     reg = TxSched(64, **dict(SMALL, conns=256, paths=8))
     dut._MustUse__silence = reg._MustUse__silence = True      # built, not elaborated
-    assert dut.rl.row.size == 2519 and dut.rl.desc.size * 8 == 3200
+    assert dut.rl.row.size == 2673 and dut.rl.desc.size * 8 == 3200
     psn_port = {"s_psn", "psn_ignored"}         # MR-TXS-465: the register scheduler's only
     assert set(dut.signature.members) == set(reg.signature.members) - psn_port
     small, reg_small = TxSchedRows(64, **SMALL), TxSched(64, **SMALL)
