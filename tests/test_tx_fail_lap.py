@@ -34,7 +34,7 @@ def test_fail_names_the_entry_of_its_lap():
     assert e["wr_id"] == 1 and status == STATUS_LOC_PROT_ERR
 
 
-def _late_fail_run(*, ignore_lap=False):
+def _late_fail_run(*, ignore_lap=False, seed=6, ns=400):
     """The TX model through :func:`tx_cases.late_fail_batch`; the failures whose slot names a
     live entry of the other lap counted (``late``, :func:`tx_cases.watch_late_fails`). With
     ``ignore_lap`` the scheduler's model fails the slot's entry whatever the lap (the wrong
@@ -42,7 +42,8 @@ def _late_fail_run(*, ignore_lap=False):
     width = 64
     model = TxCycleModel(width, **SMALL)
     late = xc.watch_late_fails(model.sched.sem, ignore_lap=ignore_lap)
-    items, rsps, drv = xc.late_fail_batch(_sem(), SMALL, model.lay, width)
+    items, rsps, drv = xc.late_fail_batch(_sem(), SMALL, model.lay, width, seed=seed,
+                                          ns_per_cycle=ns)
     drv.sem = model.sched.sem
     run_alone(model, drv, busy=model.busy)
     return items, rsps, drv, late
@@ -53,8 +54,9 @@ def test_late_read_error_is_ignored():
     comes after its message completed and its slot holds the stream's next message; it is
     ignored (the next message completes with status 0), and every probe's read fails as its
     packet's did. MR-TXS-448: the TX's default unit (late ACKs flagged, MR-TXS-445): the run
-    until late44 (seed 1 at 200 ns) stops at 25 of 31 completions (MR-TXS-447's liveness
-    limit), this one (seed 6 at 400 ns) completes."""
+    until late44 (seed 1 at 200 ns) stopped at 25 of 31 completions (MR-TXS-447's liveness
+    limit, removed by live46: ``test_late_fail_batch_completes_where_it_stopped``), this one
+    (seed 6 at 400 ns) completes."""
     items, rsps, drv, late = _late_fail_run()
     assert late, "the run has a read error of a slot's previous message"
     s = xc.check(_sem(), items, drv, rsps)
@@ -69,3 +71,23 @@ def test_late_read_error_wrong_form_fails():
     assert late
     with pytest.raises(AssertionError, match="status 4, want 0"):
         xc.check(_sem(), items, drv, rsps)
+
+
+#: MR-TXS-447's stopped runs: the batch's run until late44, and stale45's sweep's nine
+#: (docs/hw/probes/stale_sweep45.py 1-12 400,160: 15 to 29 of 31 completions on main 07757f2)
+_STOPPED = [(1, 200), (1, 400), (7, 400), (9, 400), (11, 400), (1, 160), (2, 160), (10, 160),
+            (11, 160), (12, 160)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed,ns", _STOPPED)
+def test_late_fail_batch_completes_where_it_stopped(seed, ns):
+    """MR-TX-521, MR-TXS-491..494 (live46; ~5 CPU s each): the TX model on
+    :func:`tx_cases.late_fail_batch` at the runs that stopped on MR-TXS-447's liveness limit (a
+    path's RTT above its RTO: every packet of a chunk timed out first) completes every work
+    request, the checker passing (each with its own status, every frame as the endpoint
+    would send it): the late ACKs' chunks are counted. Their Verilator lockstep:
+    ``docs/hw/probes/stale_sweep45.py`` ``--rtl`` (docs/hw/tx-results.md live46)."""
+    items, rsps, drv, _ = _late_fail_run(seed=seed, ns=ns)
+    assert len(drv.res["cqe"]) == len(items)
+    xc.check(_sem(), items, drv, rsps)

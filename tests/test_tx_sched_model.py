@@ -323,7 +323,7 @@ def rc_ack(*a, **kw):
 
 @pytest.mark.parametrize("form", ["lap", "identity_ignored"])
 def test_timed_out_record_acknowledged_late_leaks_no_flight(form):
-    """MR-TXS-440..443, MR-TXS-490/491 (issue 13, stl43: the TX-at-8/RX-at-1 atomics loopback's
+    """MR-TXS-440..443, MR-TXS-490/491, MR-TXS-493 (issue 13, stl43: the TX-at-8/RX-at-1 atomics loopback's
     stall at seed 2), the scheduler with the retransmit unit's semantics: message 0's packet A
     (path a) times out and is reported lost (its flight leaves), its resend B is acknowledged and
     message 0 completes; the stream's messages take its ring slot again until one has A's slot
@@ -389,9 +389,29 @@ def test_timed_out_record_acknowledged_late_leaks_no_flight(form):
     assert sem.conn[0]["inflight"] == 0
 
 
+def test_lap_widths():
+    """MR-TX-520, MR-TXS-490: the lap is ``records.LAP_BITS`` (8) bits in every carrier: the
+    unit's sent packet, record and reports, the scheduler's frame request and failure, the row
+    scheduler's entry and path; the ring positions count modulo 2^8 x depth."""
+    from metaroce.models import retransmit
+    from metaroce.models.tx_sched import layouts
+    from metaroce.models.tx_sched_rows import row_layouts
+    assert records.LAP_BITS == 8
+    ru, lay, rl = retransmit.layouts(8, 4, 256), layouts(), row_layouts()
+    for carrier in (ru.sent, ru.rec, ru.resend, ru.acked, lay.frame, lay.fail, lay.acked,
+                    rl.entry):
+        assert carrier["lap"].width == records.LAP_BITS
+    assert rl.path["tail_lap"].width == records.LAP_BITS
+    assert (ru.rec.size, ru.sent.size, ru.acked.size) == (78, 113, 44)
+    depth = SMALL["depth"]
+    assert rl.stream["tail"].width == (depth - 1).bit_length() + records.LAP_BITS
+    sem = TxSchedModel(**SMALL)
+    assert sem.ring_mod == 256 * depth
+
+
 @pytest.mark.parametrize("resent", [False, True])
 def test_late_report_of_the_present_message_counts_its_chunk(resent):
-    """MR-TXS-491/492 (live46: MR-TXS-447's liveness limit): message 0's packet A times out and
+    """MR-TXS-491/492, MR-TXS-494 (live46: MR-TXS-447's liveness limit): message 0's packet A times out and
     is reported lost (its flight leaves, its chunk queued for resend); then A's late ACK comes
     while message 0 holds the slot (the lap the entry's). The scheduler counts A's chunk
     acknowledged (as the reference endpoint, MR-EXO-002) and releases no flight. ``resent``
