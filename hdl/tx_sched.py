@@ -1243,7 +1243,7 @@ class TxSched(wiring.Component):
         pd_gen = Signal(GEN_BITS, name="pd_gen")           # MR-TXS-121: the path's entropy now
         # MR-TXS-411: the probed entry's lap (live and the record's when the probe is not
         # dropped: the packet's lap as it was sent)
-        pd_lap = Signal(name="pd_lap")
+        pd_lap = Signal(LB, name="pd_lap")
         pb_qi = pb_e[db:] if D > 1 else pb_e
         m.d.sync += pd_lap.eq(lap_of(read(done, pb_qi, "pb_done"), pb_e[:db] if D > 1 else pb_e))
         m.d.sync += pd_gen.eq(read(p_gen, pb_row, "pb_gen"))

@@ -1277,8 +1277,9 @@ def test_lockstep_path_states(seed):
 def test_lockstep_late_reports():
     """MR-TXS-445, MR-TXS-446, MR-TXS-449: ``test_lockstep_path_states``' traffic at seed 2 with
     late ACKs (the driver's ``late_acks``: half the receiver's ACKs lost, every other flush
-    timing the paths out before it ACKs them): 15 reports flagged late, each naming a live
-    entry's sent chunk (since live46 counted, MR-TXS-491), among suspicions and reroutes: 0
+    timing the paths out before it ACKs them): 9 reports flagged late (15 before live46, whose
+    counted late chunks end messages sooner), each naming a live entry's sent chunk (counted,
+    MR-TXS-491), among suspicions and reroutes: 0
     mismatches, and the checker passes (every work request completes once, every chunk sent).
     The wrong forms (a late report's flight released; the late report ignored):
     ``test_late_report_wrong_form_fails`` (slow). It stands
@@ -1287,7 +1288,7 @@ def test_lockstep_late_reports():
     items, kw = _path_state_run(2)
     res = run_lockstep(items, late_acks=True, **kw)
     v = res["verdicts"]
-    assert res["late"] >= 10 and v[2] >= 5 and v[1] >= 3 and v[3] >= 1, (res["late"], dict(v))
+    assert res["late"] >= 5 and v[2] >= 5 and v[1] >= 3 and v[3] >= 1, (res["late"], dict(v))
 
 
 #: MR-TXS-491/492's wrong forms: the late report's flight released a second time (MR-TXS-446's
