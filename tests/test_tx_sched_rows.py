@@ -1283,8 +1283,9 @@ def test_rows_probe_after_slot_reuse_dropped():
     """MR-TXS-271: the tail-slot case (:func:`tail_reuse_steps`): the row model drops the
     probe (the register scheduler's replay agrees), with the conditions of the case met at the
     end (path 0: next PSN 2, one packet in flight, newest packet at slot 0 lap 0, slot 0 live
-    at lap 0 again); the RTL in lockstep: 0 mismatches; the RTL without the work request's
-    clear of ``tail_ok`` rebuilds a frame there and mismatches (slow)."""
+    at lap 0 again with one lap bit: lap 2 of LAP_BITS since MR-TXS-490, the lap compare dropping
+    it too); the RTL in lockstep: 0 mismatches; the RTL without the work request's clear of
+    ``tail_ok`` rebuilds a frame there and mismatches (slow)."""
     m = TxSchedRowsModel(64, **SMALL)
     drv = run_alone(m, StepDriver(m.lay, tail_reuse_steps()))
     pf = [e for e in m.events if e[0] == "probe"]
@@ -1292,7 +1293,8 @@ def test_rows_probe_after_slot_reuse_dropped():
     replay(m)
     row = unpack_row(m.rl, m.mem[0])
     p0, e0 = row["paths"][0], row["entries"][0]
-    assert (p0["next_psn"], p0["pkts"], p0["tail_slot"], e0["lap"]) == (2, 1, 0, 0)
+    assert (p0["next_psn"], p0["pkts"], p0["tail_slot"], e0["lap"]) == (2, 1, 0, 2)
+    assert p0["tail_lap"] == 0
     assert [f["mrdh_path"] for f in drv.frames[:2]] == [0, 0] and len(drv.frames) == 10
     assert row["streams"][0]["tail"] - row["streams"][0]["done"] == 1      # slot 0 live
 
@@ -1313,8 +1315,22 @@ def test_rows_rtl_probe_after_slot_reuse():
 @pytest.mark.slow
 def test_rows_rtl_probe_after_slot_reuse_without_clear_fails():
     """MR-TXS-271 (negative control): the RTL without the work request's clear of the paths'
-    ``tail_ok`` rebuilds a frame of the slot's new message and mismatches the model."""
-    from metaroce.tb.lockstep import Mismatch, wrong_form
-    hdl = wrong_form("tx_sched_rows", "m.d.comb += mid.paths[p].tail_ok.eq(0)", "pass")
+    ``tail_ok`` rebuilds a frame of the slot's new message and mismatches the model. Since
+    MR-TXS-490 (live46) the case's new message has lap 2, not the tail's 0, and the tail's lap
+    compare drops the probe too, so the wrong form also compares one lap bit (as before
+    live46): the clear is what drops it once the slot's lap comes round (2^LAP_BITS laps)."""
+    import importlib.util
+    import types
+    from metaroce.tb.lockstep import Mismatch
+    spec = importlib.util.find_spec("metaroce.hdl.tx_sched_rows")
+    src = open(spec.origin).read()
+    edits = [("m.d.comb += mid.paths[p].tail_ok.eq(0)", "pass"),
+             ("& (ge.lap == tps.tail_lap) &", "& (ge.lap[0] == tps.tail_lap[0]) &")]
+    for a, b in edits:
+        assert src.count(a) == 1, a
+        src = src.replace(a, b)
+    hdl = types.ModuleType("metaroce.hdl._tx_sched_rows_wrong")
+    hdl.__package__, hdl.__source__ = "metaroce.hdl", src
+    exec(compile(src, spec.origin, "exec", dont_inherit=True), hdl.__dict__)
     with pytest.raises(Mismatch):
         tail_reuse_lockstep(hdl)
