@@ -14,7 +14,7 @@ port       dir    meaning
 s_wr       in     a work request {op, conn, stream, wr_id, laddr, va, rkey, length, imm, swap,
                   compare} (the last two an atomic's operands, MR-TXS-096)
 s_acked    in     the retransmit unit's ``m_acked``: a record acknowledged (a ``late`` one:
-                  its path's evidence only, MR-TXS-446)
+                  its path's evidence and its chunk, no flight, MR-TXS-446/491)
 s_resend   in     the retransmit unit's ``m_resend``: a record lost, its chunk to resend
 m_frame    out    a frame request (the frame builder's descriptor fields the scheduler owns)
 m_sent     out    the retransmit unit's ``s_sent``: a data packet was sent
@@ -1341,7 +1341,7 @@ class TxSched(wiring.Component):
         rep_act = _named(m, busy & rr_ok, "rep_act")
         ack_act = _named(m, rep_act & ~rr_lost, "ack_act")
         # MR-TXS-491: a late report of the slot's present message acknowledges its chunk
-        # (ack_act) and releases no flight (its packet's left with the timeout's lost report)
+        # (ack_act) and releases no flight (its packet left it with the timeout's lost report)
         rel_act = _named(m, rep_act & ~rr_late, "rel_act")
         lost_act = _named(m, rep_act & rr_lost & ~rr_was_acked & ~read(e_fail, r_e, "r_fail"),
                           "lost_act")
