@@ -917,3 +917,320 @@ class CwndBand(wiring.Component):
 def cwnd_band(width=64):
     """MR-CW-059: the hinted band unit (no data path: ``width`` changes nothing)."""
     return CwndBand()
+
+
+class CwndControl(wiring.Component):
+    """MR-CW-125..129: the hinted windows' control path in RTL, the peer of
+    ``models.cwnd.CwndControl`` (values) and ``models.cwnd_control.CwndControlCycleModel``
+    (cycles). It sees the records the windows take (``s_ev``, ``s_setup``) and their updates
+    (``s_upd``), keeps the shadows of MR-CW-126 in registers, and answers an update with
+    ``move`` or ``refill`` by a sequencer: the band (its own ``CwndBand``), the new windows (a
+    serial divider a slot for a scaled move, one a calm path for a refill), the move writes on
+    ``m_setup`` one at a time (each update awaited), a move's refused event again on ``m_ack``,
+    then ``release``. ``wrong`` (MR-CW-133, negative controls only): ``"round"`` rounds the
+    move's quotient up, ``"order"`` serves the refill's calm paths from the highest slot."""
+
+    def __init__(self, conns=model.SMALL["conns"], paths=model.SMALL["paths"], wrong=None):
+        if wrong not in (None, "round", "order"):
+            self._MustUse__silence = True
+            raise ValueError(f"wrong={wrong!r}")
+        self.wrong = wrong
+        self.conns, self.paths = conns, paths
+        self.lay = lay = model.layouts(conns, paths, hints=True)
+        super().__init__({
+            "s_ev": In(stream.Signature(lay.ack)),
+            "s_setup": In(stream.Signature(lay.setup)),
+            "s_upd": In(stream.Signature(lay.update)),
+            "m_setup": Out(stream.Signature(lay.setup)),
+            "m_ack": Out(stream.Signature(lay.ack)),
+            "release": Out(1),
+            "mtu": In(model.MTU_BITS),
+            "line_mbps": In(model.RATE_BITS),
+            "base_rtt_ns": In(model.RTT_BITS),
+        })
+
+    def elaborate(self, platform):
+        from amaranth.hdl import Array
+        m = Module()
+        lay = self.lay
+        C, NP = self.conns, self.paths
+        WB, RB, TB = model.WIN_BITS, model.RATE_BITS, P.TIME_BITS
+        QB = model.BAND_Q_BITS
+        MD, RD = model.MOVE_DIV_BITS, model.REFILL_DIV_BITS
+        # MR-CW-126: the shadows, one register per connection and slot (or per connection)
+        def regs(n, width, name):
+            return [Signal(width, name=f"{name}{i}") for i in range(n)]
+        cw = regs(C * NP, WB, "sh_cwnd")
+        act = regs(C * NP, 1, "sh_active")
+        srtt = regs(C * NP, TB, "sh_srtt")
+        lece = regs(C * NP, TB, "sh_last_ece")
+        eseen = regs(C * NP, 1, "sh_ece_seen")
+        rate = regs(C, RB, "sh_rate")
+        npaths = regs(C, 4, "sh_n_paths")
+        A_cw, A_act, A_srtt, A_lece, A_eseen = (Array(x) for x in (cw, act, srtt, lece, eseen))
+        A_rate, A_np = Array(rate), Array(npaths)
+        pb = max(1, (NP - 1).bit_length()) if NP > 1 else 0
+
+        def slot(c, k):
+            return Cat(Value.cast(k)[:pb], c) if pb else c
+
+        ev, su, up = self.s_ev, self.s_setup, self.s_upd
+        m.d.comb += [ev.ready.eq(1), su.ready.eq(1), up.ready.eq(1)]
+        evr = Signal(lay.ack)                   # the last event seen
+        with m.If(ev.valid):
+            e = ev.payload
+            i = slot(e.conn, e.path)
+            m.d.sync += [evr.eq(e), A_srtt[i].eq(e.srtt)]
+            with m.If((e.ce != 0) & (e.pkts != 0)):
+                m.d.sync += [A_lece[i].eq(e.now), A_eseen[i].eq(1)]
+        with m.Elif(su.valid & ~su.payload.move):
+            s = su.payload
+            i = slot(s.conn, s.path)
+            n0 = Mux(s.open, 0, A_np[s.conn])
+            m.d.sync += [A_act[i].eq(s.active), A_srtt[i].eq(self.base_rtt_ns),
+                         A_eseen[i].eq(0), A_lece[i].eq(0),
+                         A_np[s.conn].eq(n0 + ((s.open | s.fresh) & s.active))]
+        with m.If(up.valid):
+            m.d.sync += A_cw[slot(up.payload.conn, up.payload.path)].eq(up.payload.cwnd)
+            with m.If(~up.payload.move):
+                m.d.sync += A_rate[up.payload.conn].eq(up.payload.rate)
+
+        # MR-CW-127: the answer's registers; MR-CW-135: every add, subtraction and compare
+        # in the target's form (MR-CW-032), one a cycle, their steps outside the FSM
+        steps = _Unconditional()
+        A = _CwArith(steps, getattr(platform, "carry_chain", False))
+        m.submodules.band = band = CwndBand()
+        m.d.comb += [band.line_mbps.eq(self.line_mbps), band.base_rtt_ns.eq(self.base_rtt_ns),
+                     band.mtu.eq(self.mtu)]
+        uc = Signal.like(up.payload.conn)
+        upath = Signal.like(up.payload.path)
+        urate = Signal(RB)
+        ucwnd = Signal(WB)
+        umove = Signal()
+        old_p = Signal(WB)
+        old_rate = Signal(RB)
+        hw = Signal(QB)
+        cap = Signal(QB + 1)
+        sfloor = Signal(QB + 3)
+        scaled = Signal()
+        newv = [Signal(WB, name=f"new{k}") for k in range(NP)]
+        A_new = Array(newv)
+        k = Signal(range(NP + 1))
+        kw = Signal(range(max(NP, 2)))          # the slot of the write offered
+        last = Signal()
+        count = Signal(range(MD + 1))
+        # the serial dividers (one quotient bit a cycle): remainder, dividend then quotient
+        mrem = Signal(RB + 1)
+        mdq = Signal(MD)
+        lo = Signal(MD)                         # max(w, hw) of the clamp
+        prow_s, prow_c = Signal(MD), Signal(MD)  # w x r as two rows
+        rrem = Signal(5)
+        rdq = Signal(RD)
+        rdiv = Signal(4)
+        W32 = 32                                # W' and the shortfall, modulo 2^32
+        acc = Signal(WB + 4)                    # W before the update, a slot a cycle
+        tsum = Signal(TB)                       # the slot's latest echo + srtt
+        cbase = Signal()                        # the slot's calm test but the time
+        exc = Signal(WB)
+        start = Signal(WB)
+        wv = Signal(WB + 4)
+        dp = Signal(W32)
+        w1 = Signal(W32)
+        wend = Signal(W32)
+        short = Signal(RD)
+        mask = Signal(NP)
+        room = Signal(QB + 1)
+        nk = Signal(WB)
+        give = Signal(RD)
+
+        def start_answer():
+            p = up.payload
+            m.d.sync += [uc.eq(p.conn), upath.eq(p.path), urate.eq(p.rate), ucwnd.eq(p.cwnd),
+                         umove.eq(p.move), old_p.eq(A_cw[slot(p.conn, p.path)]),
+                         old_rate.eq(A_rate[p.conn])]
+            m.next = "BREQ"
+
+        ui = slot(uc, upath)
+        ki = slot(uc, k)
+        cw_k = _named(steps, A_cw[ki], "cw_k")
+        m.d.comb += [band.s_req.payload.hint.eq(urate),
+                     band.s_req.payload.n.eq(Mux(A_np[uc] == 0, 1, A_np[uc]))]
+        set_out = Signal(lay.setup)
+        m.d.comb += [set_out.conn.eq(uc), set_out.path.eq(kw), set_out.cwnd.eq(A_new[kw]),
+                     set_out.move.eq(1), set_out.rate.eq(urate), set_out.debt0.eq(~umove)]
+
+        def next_slot():
+            with m.If(k == NP - 1):
+                m.d.sync += k.eq(0)
+                m.next = "SCAN"
+            with m.Else():
+                m.d.sync += k.eq(k + 1)
+                m.next = "MV"
+
+        with m.FSM():
+            with m.State("IDLE"):
+                with m.If(up.valid & (up.payload.move | up.payload.refill)):
+                    start_answer()
+            with m.State("BREQ"):
+                m.d.comb += band.s_req.valid.eq(1)
+                with m.If(band.s_req.ready):
+                    m.next = "BWAIT"
+            with m.State("BWAIT"):
+                m.d.comb += band.m_band.ready.eq(1)
+                b = band.m_band.payload
+                with m.If(band.m_band.valid):
+                    line = self.line_mbps
+                    m.d.sync += [hw.eq(b.hw), cap.eq(b.cap), sfloor.eq(b.sum_floor), k.eq(0),
+                                 acc.eq(0), mask.eq(0),
+                                 scaled.eq((old_rate < urate) & (urate < line)
+                                           & (old_rate < line))]
+                    with m.If(umove):
+                        m.next = "MV"
+                    with m.Else():
+                        m.next = "RF_SUM"
+            # MR-CW-053: per slot, scaled (product, division) or not, then the clamp
+            with m.State("MV"):
+                with m.If(scaled):
+                    m.next = "MMUL"
+                with m.Else():
+                    m.d.sync += mdq.eq(cw_k)
+                    m.next = "MCLAMP1"
+            with m.State("MMUL"):
+                # the product as two rows (MR-CW-032's form), added the next cycle
+                ps, pc = A.product(cw_k, urate, "mv_mul")
+                m.d.sync += [prow_s.eq(ps), prow_c.eq(pc)]
+                m.next = "MMUL2"
+            with m.State("MMUL2"):
+                m.d.sync += [mdq.eq(A.add(prow_s, prow_c, name="mv_mul_add")), mrem.eq(0),
+                             count.eq(MD)]
+                m.next = "MDIV"
+            with m.State("MDIV"):
+                sh = Cat(mdq[MD - 1], mrem)
+                d = A.sub(_ext(sh, RB + 3), old_rate, "mdiv_d")
+                ge = ~d[RB + 2]
+                m.d.sync += [mrem.eq(Mux(ge, d, sh)[:RB + 1]), mdq.eq(Cat(ge, mdq[:MD - 1])),
+                             count.eq(count - 1)]
+                with m.If(count == 1):
+                    if self.wrong == "round":           # MR-CW-133: a negative control only
+                        m.d.sync += mdq.eq(Cat(ge, mdq[:MD - 1]) + (Mux(ge, d, sh)[:RB + 1] != 0))
+                    m.next = "MCLAMP1"
+            with m.State("MCLAMP1"):
+                m.d.sync += lo.eq(A.max(mdq, hw, "clamp_lo"))
+                m.next = "MCLAMP2"
+            with m.State("MCLAMP2"):
+                m.d.sync += A_new[k].eq(A.min(lo, cap, "clamp_hi"))
+                next_slot()
+            # MR-CW-054: a slot a cycle: W before the update, the calm test in two
+            with m.State("RF_SUM"):
+                wk = Mux(k == upath, old_p, cw_k)
+                m.d.sync += [acc.eq(A.add(acc, Mux(A_act[ki], wk, 0), name="acc_add")),
+                             tsum.eq(A.add(A_lece[ki], A_srtt[ki], name="echo_add")),
+                             cbase.eq((k != upath) & A_act[ki] & A.lt(cw_k, cap, "calm_cap")),
+                             A_new[k].eq(cw_k)]
+                m.next = "RF_CALM"
+            with m.State("RF_CALM"):
+                calm = cbase & (~A_eseen[ki] | A.time_lt(tsum, evr.now, "calm_time"))
+                m.d.sync += mask.eq(mask | (calm << k)[:NP])
+                with m.If(k == NP - 1):
+                    m.next = "RF_W1"
+                with m.Else():
+                    m.d.sync += k.eq(k + 1)
+                    m.next = "RF_SUM"
+            with m.State("RF_W1"):
+                m.d.sync += [exc.eq(A.pos_sub(old_p, cap, "exc_sub")),
+                             start.eq(A.min(old_p, cap, "start_min"))]
+                m.next = "RF_W2"
+            with m.State("RF_W2"):
+                m.d.sync += [wv.eq(Mux(A_act[ui], A.sub(acc, exc, "wv_sub"), acc)),
+                             dp.eq(Mux(A_act[ui], A.sub(_ext(ucwnd, W32), start, "dp_sub"), 0))]
+                m.next = "RF_W3"
+            with m.State("RF_W3"):
+                m.d.sync += w1.eq(A.max(_ext(wv, W32), self.mtu, "w1_max"))
+                m.next = "RF_W4"
+            with m.State("RF_W4"):
+                m.d.sync += wend.eq(A.add(w1, dp, name="wend_add"))
+                m.next = "RF_W5"
+            with m.State("RF_W5"):
+                m.d.sync += short.eq(A.sub(_ext(sfloor, W32), wend, "short_sub"))
+                m.next = "RF_PICK"
+            with m.State("RF_PICK"):
+                # the lowest calm slot left (the highest: the negative control)
+                order = range(NP - 1, -1, -1) if self.wrong != "order" else range(NP)
+                for j in order:
+                    with m.If(mask[j]):
+                        m.d.sync += kw.eq(j)
+                cnt = sum(mask[j].as_unsigned() for j in range(NP))
+                m.d.sync += [rdiv.eq(cnt), rdq.eq(short), rrem.eq(0), count.eq(RD)]
+                with m.If(mask == 0):
+                    m.next = "RF_REST"
+                with m.Else():
+                    m.next = "RF_DIV"
+            with m.State("RF_DIV"):
+                sh = Cat(rdq[RD - 1], rrem)
+                d = Signal(8, name="rdiv_d")
+                m.d.comb += d.eq(sh - rdiv)
+                ge = ~d[7]
+                m.d.sync += [rrem.eq(Mux(ge, d, sh)[:5]), rdq.eq(Cat(ge, rdq[:RD - 1])),
+                             count.eq(count - 1)]
+                with m.If(count == 1):
+                    m.next = "RF_ROOM"
+            # MR-CW-054: the give: the room below the cap, the min, the adds (a cycle each)
+            with m.State("RF_ROOM"):
+                m.d.sync += [nk.eq(A_new[kw]), room.eq(A.sub(cap, A_new[kw], "room_sub"))]
+                m.next = "RF_MIN"
+            with m.State("RF_MIN"):
+                m.d.sync += give.eq(A.min(room, rdq, "give_min"))
+                m.next = "RF_GIVE"
+            with m.State("RF_GIVE"):
+                m.d.sync += [A_new[kw].eq(A.add(nk, give, name="give_add")),
+                             short.eq(A.sub(short, give, "short_give")),
+                             mask.eq(mask & ~(Const(1, NP) << kw)[:NP])]
+                m.next = "RF_PICK"
+            with m.State("RF_REST"):
+                with m.If(short != 0):
+                    m.d.sync += A_new[upath].eq(A.add(A_new[upath], short, name="rest_add"))
+                m.d.sync += k.eq(0)
+                m.next = "SCAN"
+            # MR-CW-128: the writes, a slot a cycle, p's last
+            with m.State("SCAN"):
+                with m.If(k == NP):
+                    m.d.sync += [kw.eq(upath), last.eq(1)]
+                    m.next = "OFFER"
+                with m.Elif((k != upath) & (A_new[k] != cw_k)):
+                    m.d.sync += [kw.eq(k), last.eq(0)]
+                    m.next = "OFFER"
+                with m.Else():
+                    m.d.sync += k.eq(k + 1)
+            with m.State("OFFER"):
+                m.d.comb += [self.m_setup.valid.eq(1), self.m_setup.payload.eq(set_out)]
+                with m.If(self.m_setup.ready):
+                    m.next = "WAIT"
+            with m.State("WAIT"):
+                with m.If(up.valid):
+                    with m.If(~last):
+                        m.d.sync += k.eq(kw + 1)
+                        m.next = "SCAN"
+                    with m.Elif(umove):
+                        m.next = "OFFER_ACK"
+                    with m.Else():
+                        m.next = "REL"
+            with m.State("OFFER_ACK"):
+                m.d.comb += [self.m_ack.valid.eq(1), self.m_ack.payload.eq(evr)]
+                with m.If(self.m_ack.ready):
+                    m.next = "WAIT_ACK"
+            with m.State("WAIT_ACK"):
+                with m.If(up.valid):
+                    with m.If(up.payload.move | up.payload.refill):
+                        start_answer()
+                    with m.Else():
+                        m.next = "REL"
+            with m.State("REL"):
+                m.d.comb += self.release.eq(1)
+                m.next = "IDLE"
+        m.d.comb += steps.stmts
+        return m
+
+
+def cwnd_control_small(width=64):
+    """MR-CW-125: the control path's small instance (2 x 4; no data path)."""
+    return CwndControl(**model.SMALL)

@@ -44,12 +44,12 @@ from amaranth.lib.wiring import In, Out
 from ..models import records
 from ..models.dma_write import OUTSTANDING
 from ..models.engine import (ACK_FIFO_DEPTH, CQ_DEPTH, CQ_RD_OPS, CQ_REFUSED, CQ_RX_OPCODES, ENG_CTR,
-                              ENGINE_CFG_SACK, ENGINE_TX_NAMES, RSP_FIFO_DEPTH, WR_FIFO_DEPTH, engine_tx_params,
-                              rsp_free_depth)
+                              ENGINE_CFG_SACK, ENGINE_TX_NAMES, PSN_BITS, PSN_IGNORED_CTR, RSP_FIFO_DEPTH,
+                              WR_FIFO_DEPTH, engine_tx_params, rsp_free_depth)
 from ..models.frame_builder import DESC_LAYOUT
 from ..models.wire import ROCE_PORT, Op
 from ..models.rx import (CHUNK_RING, RD_OP_CMP_SWAP, RD_OP_FETCH_ADD, RD_OP_READ, SMALL as RX_SMALL,
-                         TABLE_INIT_DEPTH, TABLE_READ, TABLE_RSP_FREE, WC_COMP_SWAP, WC_FETCH_ADD, WC_RDMA_READ, payload_layout)
+                         TABLE_INIT_DEPTH, TABLE_READ, TABLE_RSP_FREE, TABLE_TX_PSN, WC_COMP_SWAP, WC_FETCH_ADD, WC_RDMA_READ, payload_layout)
 from ..models.tx_sched import OP_CMP_SWAP, OP_FETCH_ADD, OP_READ
 from .atomic import AtomicExec
 from .dma_write import DmaWrite
@@ -442,6 +442,39 @@ class RspJoin(wiring.Component):
                     m.d.sync += self.reg_data.eq(c)
             with m.Default():
                 m.d.sync += self.reg_data.eq(0)
+        return m
+
+
+class PsnInit(wiring.Component):
+    """MR-ENG-302..305: the host's initial send PSNs to the TX half. A table 9 record the RX takes
+    (``cfg_tap``/``cfg_tap_take``, MR-ENG-272) becomes, in the next cycle, one write ``{conn =
+    addr / paths, path = addr mod paths, psn = data[23:0]}`` on ``m_psn`` (the TX half's
+    ``s_psn``); ``valid`` and the payload are registers, held until ``ready`` (MR-ENG-316: the
+    row scheduler's port is not always ready, MR-TX-500); a table 9 record that comes while a
+    write still waits is dropped and counted as ignored. The TX half's ``psn_ignored`` cycles
+    are counted (64 bits), read at
+    ``reg_addr`` = ``PSN_IGNORED_CTR`` (``reg_data`` a register, the previous cycle's select; 0
+    at other indices, so it ORs with RspJoin's). Model: ``models.engine.PsnInitModel``."""
+
+    def __init__(self, cfg_layout, psn_layout):
+        super().__init__({"cfg_tap": In(cfg_layout), "cfg_tap_take": In(1),
+                          "m_psn": Out(stream.Signature(psn_layout)), "psn_ignored": In(1),
+                          "reg_addr": In(4), "reg_data": Out(64)})
+
+    def elaborate(self, platform):
+        m = Module()
+        tap, o = self.cfg_tap, self.m_psn
+        pb, cb = len(o.payload.path), len(o.payload.conn)
+        ctr = Signal(64)
+        take = self.cfg_tap_take & (tap.table == TABLE_TX_PSN)
+        waiting = o.valid & ~o.ready            # MR-ENG-316: the write waits for the TX half
+        m.d.sync += [ctr.eq(ctr + self.psn_ignored + (take & waiting)),
+                     self.reg_data.eq(Mux(self.reg_addr == PSN_IGNORED_CTR, ctr, 0))]
+        with m.If(take & ~waiting):
+            m.d.sync += [o.valid.eq(1), o.payload.conn.eq(tap.addr[pb:pb + cb]),
+                         o.payload.path.eq(tap.addr[:pb]), o.payload.psn.eq(tap.data[:PSN_BITS])]
+        with m.Elif(o.ready):
+            m.d.sync += o.valid.eq(0)
         return m
 
 
@@ -847,7 +880,13 @@ class Engine(wiring.Component):
         wiring.connect(m, rxh.m_rsp, rsp.s_rsp)
         wiring.connect(m, rsp.m_rsp, tx.s_rsp)
         wiring.connect(m, tx.m_rsp_done, rsp.s_done)
-        m.d.comb += [rsp.reg_addr.eq(rxh.eng_reg_addr), rxh.eng_reg_data.eq(rsp.reg_data)]
+        # MR-ENG-302..305: the host's table 9 rows to the TX half's s_psn, its ignored writes
+        # counted in the engine's counter window beside RspJoin's (each 0 at the other's indices)
+        m.submodules.psn_init = psn = PsnInit(rxh.lay.cfg, tx.lay.sched.psn)
+        m.d.comb += [psn.cfg_tap.eq(rxh.cfg_tap), psn.cfg_tap_take.eq(rxh.cfg_tap_take),
+                     psn.psn_ignored.eq(tx.psn_ignored), psn.reg_addr.eq(rxh.eng_reg_addr)]
+        wiring.connect(m, psn.m_psn, tx.s_psn)
+        m.d.comb += [rsp.reg_addr.eq(rxh.eng_reg_addr), rxh.eng_reg_data.eq(rsp.reg_data | psn.reg_data)]
         # MR-ENG-148..152: the outstanding-read rows written by the engine, freed by the records
         m.submodules.rd_rows = rdr = RdRows(self.conns, self.tx_streams, rxh.lay, tx.lay.sched.rd,
                                             tx.lay.sched.cqe, join=self.cq_join)
@@ -912,9 +951,10 @@ _RX_INTERNAL = ("m_ack", "m_peer_ack", "tx_reg_addr", "tx_reg_data", "m_rsp", "e
                 "eng_reg_data", "s_cfg_eng", "m_pace", "pace_mtu_wl", "pace_line_mbps",
                 "cfg_tap", "cfg_tap_take")
 # MR-ENG-140: the TX half's READ responses come from the receive half, their records to RspJoin;
-# MR-ENG-259: its pacer's writes and configuration from the register block
+# MR-ENG-259: its pacer's writes and configuration from the register block; MR-ENG-303: its
+# initial PSNs from the host's table 9 rows (PsnInit)
 _TX_INTERNAL = ("s_ack", "s_ack_desc", "m_axis", "reg_addr", "reg_data", "s_rsp", "m_rsp_done", "m_rd",
-                "s_pace_write", "mtu_wl", "line_mbps")
+                "s_pace_write", "mtu_wl", "line_mbps", "s_psn", "psn_ignored")
 
 
 def _forward(m, inner, outer, member):

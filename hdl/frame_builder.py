@@ -21,8 +21,9 @@ G's fields into the header bytes (generated from the header table, MR-TXF-020) w
 frame class's ICRC masks (one keep and one ones bit per nibble); the merge stage M takes header
 lanes from F and payload lanes from the payload beat rotated by the header length mod the beat
 width, zero-fills pad and tail, and builds the masked copy of the beat; the ICRC processor of
-the RX parser (:class:`metaroce.hdl.icrc.IcrcProcessor`) takes that copy; three stages D1..D3 take the register back over the zero bytes that followed the ICRC
-region in its last beat (MR-TXF-031); D4 inserts the ICRC; the beats go into an output FIFO
+the RX parser (:class:`metaroce.hdl.icrc.IcrcProcessor`) takes that copy; D1 takes the register back over the zero bytes that followed the ICRC
+region in its last beat in one step (2 + 4u of them, MR-TXF-031, MR-TXF-066/067), D2 and D3
+carry it; D4 inserts the ICRC; the beats go into an output FIFO
 while a sum pipeline computes each IPv6 frame's UDP checksum, and an IPv6 frame leaves the FIFO
 only once its checksum is known, patched into its header (MR-TXF-060..064; IPv4 frames cut
 through); a two-entry skid buffer drives ``m_axis`` from registers.
@@ -41,7 +42,7 @@ from . import icrc as icrc_hw
 from .parser import axis_signature
 from .queue import BufferedQueue
 
-__all__ = ["FrameBuilder", "unadvance_matrices", "pack_header"]
+__all__ = ["FrameBuilder", "unadvance_matrices", "pack_header", "icrc_start_mod4"]
 
 
 # ------------------------------------------------------------------ ICRC arithmetic (MR-TXF-031)
@@ -128,6 +129,25 @@ def udp6_masks(vlan, ipv6, nbytes):
 
 
 SEQS = sorted(set(ext_seq(op) for op in range(256)), key=lambda s: (len(s), s))
+
+
+def icrc_start_mod4():
+    """E mod 4 (E: the ICRC's byte offset in the frame), one value for every frame the builder
+    makes (MR-TXF-066): E is L3 + UDP + BTH + the opcode's extension headers + the payload
+    rounded up to 4 (the BTH pad), and every one of those but L3 is a multiple of 4 in every
+    class and opcode of the header table; checked here over all of them."""
+    l3s = {wire.ETH_HLEN + wire.VLAN_HLEN * vl + (wire.IPV6_HLEN if v6 else wire.IPV4_HLEN)
+           for vl in (0, 1) for v6 in (0, 1)}
+    ends = {(l3 + wire.UDP_HLEN + wire.BTH_LEN + sum(wire.HEADER_LEN[h] for h in seq)) % 4
+            for l3 in l3s for seq in SEQS}
+    if len(ends) != 1:
+        raise AssertionError(f"the ICRC's offset mod 4 depends on the frame: {sorted(ends)}")
+    return ends.pop()
+
+
+#: MR-TXF-066: E mod 4, and the zero lanes after the ICRC region in its last fed beat mod 4
+E4 = icrc_start_mod4()
+T0 = -E4 % 4
 
 
 class FrameBuilder(wiring.Component):
@@ -301,10 +321,8 @@ class FrameBuilder(wiring.Component):
         hdr_reg = Signal(NBEATS_HDR * W)
         f_v6, f_vlan = Signal(), Signal()
         shift = Signal(LG)
-        n_zero = Signal(LG)
-        es2 = Signal(2)
+        n_zero = Signal(max(1, LG - 2))
         first = Signal()
-        e_nz = Signal()
         bounds = {}
         for nme in ("h", "pe", "e", "l", "np", "fb", "last"):
             bounds[nme] = (Signal(16 - LG, name=f"f_{nme}_at"), Signal(name=f"f_{nme}_full"),
@@ -406,8 +424,7 @@ class FrameBuilder(wiring.Component):
         with m.If(go_g):
             m.d.sync += [active.eq(1), first.eq(1), f_v6.eq(gd.ipv6),
                          f_vlan.eq(gd.vlan_en),
-                         shift.eq(g["h"][:LG]), n_zero.eq(-g["e"][:LG]), es2.eq(g["e"][:2]),
-                         e_nz.eq(g["e"][:LG] != 0)]
+                         shift.eq(g["h"][:LG]), n_zero.eq(~g["e"][2:LG])]
             m.d.sync += beat2.eq(2)
             for nme, (at, full, part) in bounds.items():
                 xb = g_beats[nme]
@@ -449,8 +466,7 @@ class FrameBuilder(wiring.Component):
         m_feed = Signal()
         m_first = Signal()
         m_fb = Signal()
-        m_n = Signal(LG)
-        m_es2 = Signal(2)
+        m_n = Signal(len(n_zero))
         m_sum = Signal(NB)
         m_patch, m_v6, m_vlan = Signal(), Signal(), Signal()
         with m.If(en):
@@ -468,8 +484,8 @@ class FrameBuilder(wiring.Component):
             m.d.sync += [m_data.eq(Cat(*dat)), m_crc.eq(Cat(*crc)), m_keep.eq(Cat(*keep)),
                          m_icrc.eq(Cat(*[keep[j] & ~e_lane[j] for j in range(NB)])),
                          m_last.eq(bounds["last"][2]),
-                         m_feed.eq(bounds["e"][1] | (bounds["e"][2] & e_nz)),
-                         m_first.eq(first), m_fb.eq(bounds["fb"][2]), m_n.eq(n_zero), m_es2.eq(es2),
+                         m_feed.eq(bounds["e"][1] | bounds["e"][2]),
+                         m_first.eq(first), m_fb.eq(bounds["fb"][2]), m_n.eq(n_zero),
                          m_sum.eq(Cat(*[keep[j] & (~hdr_lane[j] | sum_sr[j]) for j in range(NB)])),
                          m_patch.eq(Cat(*[hdr_lane[j] & patch_sr[j] for j in range(NB)]).any()),
                          m_v6.eq(f_v6), m_vlan.eq(f_vlan)]
@@ -479,33 +495,41 @@ class FrameBuilder(wiring.Component):
         m.submodules.icrc = proc
         m.d.comb += [proc.data.eq(m_crc), proc.valid.eq(en & m_valid & m_feed),
                      proc.start.eq(en & m_valid & m_first)]
-        # Delay line D1..D4, each {valid, data, keep, icrc lanes, last, fb, n, es2}.
+        # Delay line D1..D4, each {valid, data, keep, icrc lanes, last, fb, n}.
         dl = []
         prev = dict(valid=m_valid, data=m_data, keep=m_keep, icrc=m_icrc, last=m_last, fb=m_fb,
-                    n=m_n, es2=m_es2, sum=m_sum, patch=m_patch, v6=m_v6, vlan=m_vlan, first=m_first)
+                    n=m_n, sum=m_sum, patch=m_patch, v6=m_v6, vlan=m_vlan, first=m_first)
         for i in range(ICRC_STAGES):
             cur = {k: Signal(len(v), name=f"d{i + 1}_{k}") for k, v in prev.items()}
             with m.If(en):
                 m.d.sync += [cur[k].eq(prev[k]) for k in cur]
             dl.append(cur)
             prev = cur
+        # MR-TXF-066/067: the zero lanes number t = T0 + 4u (u = ``n``); one stage takes the
+        # register back by M_t, each bit an XOR of terms "two register bits AND a table of u"
+        # (one LUT each); the two stages after it carry the value to D4.
         mats = unadvance_matrices(NB)
+        sel = [mats[T0 + 4 * x] for x in range(NB // 4)]
         reg = proc.crc
         for i in range(ICRC_STAGES - 1):
-            nbits = dl[i]["n"]
-            digit = Cat(*[nbits[b] if b < LG else Const(0, 1) for b in (2 * i, 2 * i + 1)])
-            opts = []
-            for d in range(4):
-                t = d << (2 * i)
-                if t >= NB:
-                    opts.append(reg)
-                    continue
-                cols = mats[t]
-                opts.append(Cat(*[icrc_hw.xor_tree([reg[c] for c in range(32) if cols[c] >> b & 1])
-                                  for b in range(32)]))
+            if i == 0:
+                uu = dl[0]["n"]
+                bits = []
+                for b in range(32):
+                    terms = []
+                    for c0 in range(0, 32, 2):
+                        tab = [(s_[c0] >> b & 1) | (s_[c0 + 1] >> b & 1) << 1 for s_ in sel]
+                        if not any(tab):
+                            continue
+                        row = Const(tab[0], 2) if len(set(tab)) == 1 else Array(Const(t, 2) for t in tab)[uu]
+                        terms.append((row & reg[c0:c0 + 2]).xor())
+                    bits.append(icrc_hw.xor_tree(terms))
+                value = Cat(*bits)
+            else:
+                value = reg
             u = Signal(32, name=f"unadv{i + 1}")
             with m.If(en & dl[i]["valid"] & dl[i]["fb"]):
-                m.d.sync += u.eq(Array(opts)[digit])
+                m.d.sync += u.eq(value)
             reg = u
         icrc = ~reg
 
@@ -513,8 +537,8 @@ class FrameBuilder(wiring.Component):
         d4 = dl[-1]
         ins = []
         for j in range(NB):
-            sel = (Const(j & 3, 2) - d4["es2"])[:2]
-            byte_ = Array([icrc[8 * i:8 * i + 8] for i in range(4)])[sel]
+            sel = (j - E4) % 4                        # MR-TXF-066: E's lane mod 4 is E4
+            byte_ = icrc[8 * sel:8 * sel + 8]
             ins.append(Mux(d4["icrc"][j], byte_, d4["data"].word_select(j, 8)))
         in_data = Cat(*ins)
         w_beat = Signal(W)

@@ -59,11 +59,12 @@ from ..models import retransmit as rtx_model
 from ..models.frame_builder import DESC_LAYOUT
 from ..models.tx import (ACK_ONLY_DESC_FIELDS, ERR_DEPTH, KIND_DEPTH, MRDH_VERSION, SHARED_DESC_FIELDS,
                          SMALL, SRC_LAYOUT, TX_CTR, TX_CTR_BASE, check_hint_options,
+                         check_control_options,
                          check_tx_options, header_lane, id_depth, layouts)
 from ..models.dma_read import lane_keep
 from ..models.tx_sched import GEN_BITS, STATUS_LOC_PROT_ERR
 from ..models.wire import ENTROPY_MASK, ROCE_PORT, MrdhFlag, Op
-from .cwnd import Cwnd
+from .cwnd import Cwnd, CwndControl
 from .dma_read import DmaRead, axi4_read_signature
 from .frame_builder import FrameBuilder
 from .counters import wide_counter
@@ -75,7 +76,7 @@ from .tx_sched import TxSched
 from .tx_sched_rows import TxSchedRows
 
 __all__ = ["TxJoin", "TxData", "Tx", "tx_small", "tx_paced_small", "tx_verdicts_small",
-           "tx_rows_small", "tx_hints_small"]
+           "tx_rows_small", "tx_hints_small", "tx_control_small"]
 
 _SCHED_KW = ("chunk_window", "mtu", "cwnd", "conn_window", "path_pkts", "ack_every", "resend_depth")
 
@@ -116,6 +117,11 @@ def _piece_select(m, pieces, piece):
     return Cat(*[Mux(c, p[w:w + piece], p[:piece]) for c, p in zip(carries, pieces)])
 
 
+#: MR-TX-533: the template's rows from which its read port is not transparent (MR-FLOW-026's
+#: block RAM policy: at least 8 rows)
+TMPL_BLOCK_ROWS = 8
+
+
 class TxJoin(wiring.Component):
     """MR-TX-120..124: the template memory, an input register with the address adds (S1), and
     the fork of a frame request into a read command and a frame descriptor, each in an output
@@ -123,7 +129,8 @@ class TxJoin(wiring.Component):
     command in order, for the done records); MR-TX-192: the payload sources of the frames with
     payload in a queue (``m_src``, one per such frame in order: the DMA's or the operands);
     MR-TX-229: a skid register before S1 (``s_frame.ready`` from a flip-flop); MR-TX-463: the
-    template read synchronously (block RAM), a cycle ahead at the row S1 holds next."""
+    template read synchronously (block RAM), a cycle ahead at the row S1 holds next; MR-TX-530:
+    not transparent, S2 waits a cycle after a write to that row."""
 
     def __init__(self, lay, outstanding=SMALL["outstanding"]):
         self.lay = lay
@@ -143,8 +150,11 @@ class TxJoin(wiring.Component):
         m.submodules.tmpl = tmpl = memory.Memory(shape=lay.cfg, depth=lay.conns, init=[])
         wr = tmpl.write_port()
         # MR-TX-463: a synchronous read (block RAM at 4,096 rows), at the address S1 holds in
-        # the next cycle; transparent, so a write is seen from the next cycle on (MR-TX-121)
-        rd = tmpl.read_port(transparent_for=(wr,))
+        # the next cycle; MR-TX-530: not transparent (no forward of the write's row): a write to
+        # that row makes S2 wait a cycle instead, so a take still sees every earlier write.
+        # MR-TX-533: below 8 rows (flip-flops, MR-FLOW-026) transparent, where the read register
+        # folds into the rows' read; the hold makes the two forms' outputs the same.
+        rd = tmpl.read_port(transparent_for=(wr,) if lay.conns < TMPL_BLOCK_ROWS else ())
         # MR-TX-121: a template write is always taken and seen from the next cycle on
         m.d.comb += [self.s_cfg.ready.eq(1), wr.addr.eq(self.s_cfg.payload.conn),
                      wr.data.eq(self.s_cfg.payload), wr.en.eq(self.s_cfg.valid)]
@@ -164,7 +174,9 @@ class TxJoin(wiring.Component):
         m.submodules.ids = ids = HeadRegFIFO(width=lay.sched.fail.size, depth=self.id_depth)
         # MR-TX-192: the payload sources (block RAM, MR-TX-346), pushed with the command for a frame with payload
         m.submodules.srcq = srcq = HeadRegFIFO(width=SRC_LAYOUT.size, depth=self.id_depth, block=True)   # MR-TX-400
-        take = s1_valid & cmd_free & desc_free & ids.w_rdy & srcq.w_rdy
+        # MR-TX-530/531: the row read this cycle missed last cycle's write to it: no take now
+        tmpl_stale = Signal(name="tmpl_stale")
+        take = s1_valid & ~tmpl_stale & cmd_free & desc_free & ids.w_rdy & srcq.w_rdy
         s1_free = ~s1_valid | take
         # MR-TX-229: a skid register before S1; s_frame.ready is its emptiness (a flip-flop),
         # so the scheduler's frame queue read no longer waits on S1's move (take); S1 loads
@@ -180,6 +192,7 @@ class TxJoin(wiring.Component):
         m.d.comb += inp.eq(Mux(sk_valid, sk.as_value(), self.s_frame.payload.as_value()))
         # MR-TX-463: the row of the request S1 holds next cycle (the one it loads, else its own)
         m.d.comb += rd.addr.eq(Mux(in_valid & s1_free, inp.conn, fr.conn))
+        m.d.sync += tmpl_stale.eq(wr.en & (wr.addr == rd.addr))
         with m.If(in_valid & s1_free):
             # MR-TX-122: no carry crosses a piece in S1 (the request comes from the
             # scheduler's frame queue read); S2 resolves the carries between the pieces
@@ -399,7 +412,7 @@ class Tx(wiring.Component):
                  pacing=False, pace_ignored=False, verdicts=False, restores=True, ack_desc=False,
                  share_out=None, health_wrong=False, restore_after_ack=None, rows=False,
                  interval=1, mem_head=False, hints=False, hint_dropped=False, psn_plain=False,
-                 **sched_kw):
+                 control=False, control_wrong=None, **sched_kw):
         unknown = set(sched_kw) - set(_SCHED_KW)
         if unknown:
             raise TypeError(f"unknown parameters {sorted(unknown)}")
@@ -408,6 +421,9 @@ class Tx(wiring.Component):
         # unit's event offered with hint 0
         self.hints, self.hint_dropped = check_hint_options(
             hints, hint_dropped, verdicts=verdicts, pacing=pacing, rows=rows, interval=interval)
+        # MR-TX-510: the control path inside (CwndControl); control_wrong (MR-TX-514, negative
+        # controls only): its RTL changed (MR-CW-133)
+        self.control = check_control_options(self.hints, control, control_wrong)
         self.sched_kw = {k: sched_kw.get(k, SMALL[k]) for k in _SCHED_KW}
         # MR-TXS-106: rd_rows brings the scheduler's m_rd out (the engine writes the READ rows)
         self.rd_rows = bool(rd_rows)
@@ -479,10 +495,8 @@ class Tx(wiring.Component):
         self.cwnd = Cwnd(width, conns, paths, verdicts=self.verdicts, share_out=self.share_out,
                          hints=self.hints)
         self.width = width
-        self.lay = lay = (layouts(conns, streams, paths, depth, pool, verdicts=True,
-                                  share_out=self.share_out) if self.verdicts
-                          else layouts(conns, streams, paths, depth, pool, hints=True) if self.hints
-                          else self.data.lay)
+        self.lay = lay = layouts(conns, streams, paths, depth, pool, verdicts=self.verdicts,
+                                 share_out=self.share_out, hints=self.hints)   # TxData's when all off
         rd_port = {"m_rd": Out(stream.Signature(lay.sched.rd))} if self.rd_rows else {}
         # MR-TX-233: the pacer's writes and configuration, the paced scheduler's own ports
         if self.pacing:
@@ -490,7 +504,12 @@ class Tx(wiring.Component):
             rd_port.update({n: ps[n] for n in ("s_pace_write", "mtu_wl", "line_mbps")})
         if self.ack_desc:
             rd_port["s_ack_desc"] = self.data.signature.members["s_ack_desc"]
-        if self.hints:
+        if self.control:
+            # MR-TX-511: the control path inside; only the band's configuration
+            self.cw_ctl = CwndControl(conns, paths, wrong=control_wrong)
+            rd_port.update({"cc_line_mbps": In(cwnd_model.RATE_BITS),
+                            "cc_base_rtt_ns": In(cwnd_model.RTT_BITS)})
+        elif self.hints:
             # MR-TX-492: the control path's ports and the band's configuration
             def seen(layout):
                 return Out(wiring.Signature({"payload": Out(layout), "valid": Out(1)}))
@@ -543,7 +562,8 @@ class Tx(wiring.Component):
         m.d.comb += [sc.valid.eq(upd.valid), upd.ready.eq(sc.ready),
                      sc.payload.conn.eq(upd.payload.conn), sc.payload.path.eq(upd.payload.path),
                      sc.payload.cwnd.eq(upd.payload.cwnd)]
-        wiring.connect(m, flipped(self.s_cw_setup), cw.s_setup)
+        if not self.control:
+            wiring.connect(m, flipped(self.s_cw_setup), cw.s_setup)
         # MR-TX-101: the blocks' own ports, joined
         wiring.connect(m, sched.m_sent, rtx.s_sent)
         wiring.connect(m, rtx.m_acked, sched.s_acked)
@@ -571,14 +591,9 @@ class Tx(wiring.Component):
                          self.m_error.payload.eq(rtx.m_error.payload),
                          rtx.m_error.ready.eq(self.m_error.ready & err_go)]
         wiring.connect(m, flipped(self.s_wr), sched.s_wr)
-        if self.rows:
-            # MR-TX-470: the row scheduler has no initial-PSN port: every write is ignored
-            ign = Signal(name="psn_ign")
-            m.d.sync += ign.eq(self.s_psn.valid)
-            m.d.comb += [self.s_psn.ready.eq(1), self.psn_ignored.eq(ign)]
-        else:
-            wiring.connect(m, flipped(self.s_psn), sched.s_psn)
-            m.d.comb += self.psn_ignored.eq(sched.psn_ignored)
+        # MR-TX-469/470, MR-TX-500: the scheduler's initial-PSN port (the rows' too)
+        wiring.connect(m, flipped(self.s_psn), sched.s_psn)
+        m.d.comb += self.psn_ignored.eq(sched.psn_ignored)
         if self.rd_rows:
             wiring.connect(m, sched.m_rd, flipped(self.m_rd))
         if self.pacing:
@@ -624,7 +639,12 @@ class Tx(wiring.Component):
         ``m_cw_upd``; the hold set by an update with ``move`` or ``refill`` (the set wins),
         cleared after ``cw_release``."""
         rtx, cw, sc = self.rtx, self.cwnd, self.sched.s_cwnd
-        ev, ctl, upd = rtx.m_ackev, self.s_cw_ack, cw.m_update
+        ev, upd = rtx.m_ackev, cw.m_update
+        if self.control:
+            ctl, release, seen_ev, seen_upd = self._join_control(m)
+        else:
+            ctl, release = self.s_cw_ack, self.cw_release
+            seen_ev, seen_upd = self.m_cw_ev, self.m_cw_upd
         hold = Signal(name="cw_hold")
         head = Signal(self.lay.cw.ack, name="unit_event")
         m.d.comb += head.eq(ev.payload)
@@ -636,14 +656,33 @@ class Tx(wiring.Component):
                      ctl.ready.eq(cw.s_ack.ready),
                      ev.ready.eq((cw.s_ack.ready & ~ctl.valid & ~hold) | ~cc_on),
                      cw.line_mbps.eq(self.cc_line_mbps), cw.base_rtt_ns.eq(self.cc_base_rtt_ns),
-                     self.m_cw_ev.valid.eq(cw.s_ack.valid & cw.s_ack.ready),
-                     self.m_cw_ev.payload.eq(cw.s_ack.payload)]
+                     seen_ev.valid.eq(cw.s_ack.valid & cw.s_ack.ready),
+                     seen_ev.payload.eq(cw.s_ack.payload)]
         upd_go = upd.valid & sc.ready
-        m.d.comb += [self.m_cw_upd.valid.eq(upd_go), self.m_cw_upd.payload.eq(upd.payload)]
+        m.d.comb += [seen_upd.valid.eq(upd_go), seen_upd.payload.eq(upd.payload)]
         with m.If(upd_go & (upd.payload.move | upd.payload.refill)):
             m.d.sync += hold.eq(1)
-        with m.Elif(self.cw_release):
+        with m.Elif(release):
             m.d.sync += hold.eq(0)
+
+    def _join_control(self, m):
+        """MR-TX-511: the control path (``CwndControl``) inside, joined by ``wiring.connect``
+        through an interface of its signature: its move writes to the windows' ``s_setup`` ahead
+        of the host's ``s_cw_setup``; the windows' takes (events, setup writes) and the updates
+        the scheduler takes seen; the configuration the windows'. Returns its event stream, its
+        release and the two seen streams (for :meth:`_join_hints`)."""
+        m.submodules.cw_ctl = ctl = self.cw_ctl
+        cw = self.cwnd
+        link = ctl.signature.create(path=("cw_ctl_link",))
+        wiring.connect(m, flipped(link), ctl)
+        host, own, su = self.s_cw_setup, link.m_setup, cw.s_setup
+        m.d.comb += [su.valid.eq(own.valid | host.valid),
+                     su.payload.eq(Mux(own.valid, own.payload.as_value(), host.payload.as_value())),
+                     own.ready.eq(su.ready), host.ready.eq(su.ready & ~own.valid),
+                     link.s_setup.valid.eq(su.valid & su.ready), link.s_setup.payload.eq(su.payload),
+                     link.mtu.eq(self.sched_kw["mtu"]), link.line_mbps.eq(self.cc_line_mbps),
+                     link.base_rtt_ns.eq(self.cc_base_rtt_ns)]
+        return link.m_ack, link.release, link.s_ev, link.s_upd
 
     def _join_verdicts(self, m, cc_on):
         """MR-TX-257/258: the unit's ``m_probe`` forked to the scheduler's ``s_probe`` and, for
@@ -706,6 +745,11 @@ def tx_verdicts_small(width=64):
 def tx_hints_small(width=64):
     """MR-TX-489: the small instance with the receiver's rate hints in the windows."""
     return Tx(width, **SMALL, hints=True)
+
+
+def tx_control_small(width=64):
+    """MR-TX-510: the small instance with the rate hints and their control path inside."""
+    return Tx(width, **SMALL, hints=True, control=True)
 
 
 def tx_rows_small(width=64):

@@ -281,7 +281,7 @@ class TxSched(wiring.Component):
                             "s_retime": In(stream.Signature(self.pace_lay["write"])),
                             # MR-TXS-177: the line rate, for a write's `paced` bit
                             "line_mbps": In(pacer_rate_bits)})
-        # MR-TXS-465/466: the initial-PSN port (the register scheduler's only)
+        # MR-TXS-465/466: the initial-PSN port (the rows' too since MR-TXS-481)
         rd_port.update({"s_psn": In(stream.Signature(lay.psn)), "psn_ignored": Out(1)})
         super().__init__({**rd_port, **sched_ports(lay)})
 

@@ -286,8 +286,9 @@ class TailSyncFifo(Elaboratable):
 class TxSchedRows(wiring.Component):
     """The row scheduler (docs/spec/hw-tx-sched.md section 16, MR-TXS-250): the ports of
     :class:`~metaroce.hdl.tx_sched.TxSched` (MR-TXS-002; tail probes, MR-TXS-270..279;
-    ``restores``: ``m_restore``, MR-TXS-284..289; ``rd_rows``: ``m_rd``, MR-TXS-325..330; no
-    pacing, MR-TXS-235), its state in a row memory (:class:`RowPipe`) and a descriptor memory,
+    ``restores``: ``m_restore``, MR-TXS-284..289; ``rd_rows``: ``m_rd``, MR-TXS-325..330;
+    ``s_psn``/``psn_ignored``, MR-TXS-481..484; ``pacing``, MR-TXS-337..346), its state in a
+    row memory (:class:`RowPipe`) and a descriptor memory,
     the arbiter and the boundary registers (MR-TXS-210/211/217), the active and completion
     queues (:class:`ConnFifo`, MR-TXS-212..215), the output queues (MR-TXS-216) and S2's
     operations on a row (MR-TXS-207/208, :meth:`_s2`: the semantics of
@@ -328,6 +329,8 @@ class TxSchedRows(wiring.Component):
         # MR-TXS-316: kept_out=False (negative control only): no kept record
         self.kept_out = bool(kept_out)
         ports = sched_ports(lay)
+        # MR-TXS-481: the register scheduler's initial-PSN port (MR-TXS-465)
+        ports.update({"s_psn": In(stream.Signature(lay.psn)), "psn_ignored": Out(1)})
         if self.restores:
             # MR-TXS-316: with ``kept`` (a verdict taken as a reroute)
             ports["m_restore"] = Out(stream.Signature(rows_restore_layout(conns, paths)))
@@ -373,6 +376,7 @@ class TxSchedRows(wiring.Component):
         b_ver, b_ver_v = Signal(lay.probe), Signal()
         fail_lay = data.StructLayout({"fl_v": 1, "fl": lay.fail, "er_v": 1, "er": lay.error})
         b_fail, b_fail_v = Signal(fail_lay), Signal()
+        b_psn, b_psn_v = Signal(lay.psn), Signal()        # MR-TXS-481
         wr_busy, wr_blocked = Signal(), Signal()          # MR-TXS-217: in flight, refused
         lost_busy = Signal()        # a lost report is never refused (MR-TXS-257): no blocked bit
 
@@ -385,6 +389,8 @@ class TxSchedRows(wiring.Component):
                                      "lap": records.LAP_BITS, "cwnd": records.BYTES_BITS,
                                      "verdict": 2,
                                      "fail": fail_lay, "psn": 24, **pace_arg,
+                                     # MR-TXS-482: the window write's kind carrying a PSN
+                                     "pw": 1,
                                      "late": 1})                # MR-TXS-445: s_acked's flag
         if self.pacing:
             # MR-TXS-340: the turn's and the write's boundary registers (the write's `paced`,
@@ -448,7 +454,8 @@ class TxSchedRows(wiring.Component):
               "msg_next": Signal(32),
               "pkt": Signal(), "probe": Signal(), "restore": Signal(), "kept": Signal(), "frame": Signal(lay.frame), "sent": Signal(lay.sent),
               "cqe": Signal(lay.cqe), "cqe_rsp": Signal(), "cqe_v": Signal(),
-              "desc": Signal(rl.desc), "desc_we": Signal(), "desc_slot": Signal(3)}
+              "desc": Signal(rl.desc), "desc_we": Signal(), "desc_slot": Signal(3),
+              "psn_ign": Signal()}
 
         if self.pacing:
             s2.update({"ask": Signal(), "ask_wl": Signal(ask_layout(C)["wl"].shape),
@@ -501,7 +508,8 @@ class TxSchedRows(wiring.Component):
         if self.sched_hold:
             sched_wait = pipe.s1_valid & (pipe.s1_conn == active.head)
         # s_probe's one register holds a verdict (to) or a tail probe (MR-TXS-272)
-        can = [b_ver_v & b_ver.to, b_cwnd_v, b_fail_v, b_ack_v & ack_ok, b_lost_v & ~lost_busy,
+        # MR-TXS-482: an initial PSN takes the window write's place, before it
+        can = [b_ver_v & b_ver.to, b_cwnd_v | b_psn_v, b_fail_v, b_ack_v & ack_ok, b_lost_v & ~lost_busy,
                done_q.nonempty & cq_room,
                b_wr_v & ~wr_busy & ~wr_blocked & ((w_status == 0) | cq_room),
                b_ver_v & ~b_ver.to & frame_room,
@@ -530,7 +538,7 @@ class TxSchedRows(wiring.Component):
         def by_take(f):
             # the take's connection's select, over f of each source's connection
             v = Mux(
-                taken[K_VERDICT] | taken[K_PROBE], f(b_ver.conn), Mux(taken[K_CWND], f(b_cwnd.conn), Mux(
+                taken[K_VERDICT] | taken[K_PROBE], f(b_ver.conn), Mux(taken[K_CWND], Mux(b_psn_v, f(b_psn.conn), f(b_cwnd.conn)), Mux(
                     taken[K_FAIL], f(fail_conn), Mux(taken[K_ACKED], f(b_ack.conn), Mux(
                         taken[K_LOST], f(b_lost.conn), Mux(taken[K_COMPLETE], f(done_q.head), Mux(
                             taken[K_WR], f(b_wr.conn), f(active.head))))))))
@@ -548,10 +556,12 @@ class TxSchedRows(wiring.Component):
         m.d.comb += [ta.kind.eq(take_kind),
                      ta.cq.eq(taken[K_COMPLETE] | (taken[K_WR] & (w_status != 0))),
                      ta.path.eq(Mux(taken[K_VERDICT] | taken[K_PROBE], b_ver.path,
-                                    Mux(taken[K_CWND], b_cwnd.path, rep.path))),
+                                    Mux(taken[K_CWND], Mux(b_psn_v, b_psn.path, b_cwnd.path),
+                                        rep.path))),
                      ta.slot.eq(rep.slot), ta.chunk.eq(rep.chunk), ta.lap.eq(rep.lap),
                      ta.late.eq(taken[K_ACKED] & b_ack.late),
-                     ta.cwnd.eq(b_cwnd.cwnd), ta.verdict.eq(b_ver.verdict), ta.fail.eq(b_fail),
+                     ta.cwnd.eq(Mux(b_psn_v, b_psn.psn, b_cwnd.cwnd)), ta.pw.eq(b_psn_v),
+                     ta.verdict.eq(b_ver.verdict), ta.fail.eq(b_fail),
                      ta.psn.eq(b_ver.psn)]
         if self.pacing:
             m.d.comb += [ta.time.eq(Mux(taken[K_TURN], b_turn.pace_until, b_rt.time)),
@@ -658,7 +668,9 @@ class TxSchedRows(wiring.Component):
                      self.s_resend.ready.eq(~b_lost_v),
                      self.s_fail.ready.eq(free(K_FAIL, b_fail_v)),
                      self.s_error.ready.eq(free(K_FAIL, b_fail_v)),
-                     self.s_cwnd.ready.eq(free(K_CWND, b_cwnd_v)),
+                     # MR-TXS-481/482: the window write's register waits behind a PSN's
+                     self.s_cwnd.ready.eq(~b_cwnd_v | (taken[K_CWND] & ~b_psn_v)),
+                     self.s_psn.ready.eq(free(K_CWND, b_psn_v)),
                      self.s_probe.ready.eq((free(K_VERDICT, b_ver_v) | taken[K_PROBE]) & p_hold)]
         # the work request: applied (or refused) in S2; taken; loaded
         with m.If(s2_ok & (s2_kind == K_WR)):
@@ -694,11 +706,17 @@ class TxSchedRows(wiring.Component):
         # the registers freed when taken
         for k, reg, v, port in ((K_ACKED, b_ack, b_ack_v, self.s_acked),
                                 (K_CWND, b_cwnd, b_cwnd_v, self.s_cwnd),
-                                (K_VERDICT, b_ver, b_ver_v, self.s_probe)):
+                                (K_VERDICT, b_ver, b_ver_v, self.s_probe),
+                                (K_CWND, b_psn, b_psn_v, self.s_psn)):
             with m.If(port.ready & port.valid):
                 m.d.sync += [v.eq(1), reg.eq(port.payload)]
-            with m.Elif(taken[k] | (taken[K_PROBE] if k == K_VERDICT else 0)):
+            with m.Elif(taken[k] & (~b_psn_v if reg is b_cwnd else 1)
+                        | (taken[K_PROBE] if k == K_VERDICT else 0)):
                 m.d.sync += v.eq(0)
+        # MR-TXS-484: an initial PSN ignored (its row had started), said the cycle after S2
+        psn_ign = Signal(name="psn_ign")
+        m.d.sync += psn_ign.eq(s2_ok & s2["psn_ign"])
+        m.d.comb += self.psn_ignored.eq(psn_ign)
         with m.If(self.s_fail.ready & (self.s_fail.valid | self.s_error.valid)):
             m.d.sync += [b_fail_v.eq(1), b_fail.fl_v.eq(self.s_fail.valid),
                          b_fail.fl.eq(self.s_fail.payload), b_fail.er_v.eq(self.s_error.valid),
@@ -766,6 +784,7 @@ class TxSchedRows(wiring.Component):
         w_slot = Cat(w_idx, ws)[:3] if sb else w_idx
         is_send = ((w.op == OP_SEND) | (w.op == OP_SEND_IMM)) & ~w.rsp
         with m.If(is_k[K_WR]):
+            m.d.comb += mid.conn.started.eq(1)                    # MR-TXS-482
             with m.If(w_status != 0):
                 m.d.comb += [cqe_v.eq(1), cqe.conn.eq(conn), cqe.stream.eq(w.stream),
                              cqe.wr_id.eq(w.wr_id), cqe.status.eq(w_status), cqe.op.eq(w.op),
@@ -925,7 +944,11 @@ class TxSchedRows(wiring.Component):
         # ---- a window write (MR-TXS-028) and a verdict (MR-TXS-114/115/121)
         for p in range(Pn):
             with m.If(is_k[K_CWND] & (a.path == p)):
-                m.d.comb += mid.paths[p].cwnd.eq(Mux(a.cwnd > cwnd_max, cwnd_max, a.cwnd))
+                with m.If(~a.pw):
+                    m.d.comb += mid.paths[p].cwnd.eq(Mux(a.cwnd > cwnd_max, cwnd_max, a.cwnd))
+                with m.Elif(~r.conn.started):
+                    # MR-TXS-482/483: an initial PSN lands on a row that has started nothing
+                    m.d.comb += mid.paths[p].next_psn.eq(a.cwnd)
             with m.If(is_k[K_VERDICT] & (a.path == p)):
                 ps, np_ = r.paths[p], mid.paths[p]
                 v = a.verdict
@@ -1133,6 +1156,7 @@ class TxSchedRows(wiring.Component):
         final = Signal(rl.row)
         m.d.comb += final.eq(Mux(refused, r.as_value(), new.as_value()))
         res = dict(refused=refused, push_active=push_active, push_done=push_done, pkt=pkt,
+                   psn_ign=is_k[K_CWND] & a.pw & r.conn.started,
                    msg_next=st_w.msg_next + 1,
                    probe=probe_hit, restore=restore, kept=kept,
                    frame=frame, sent=sent, cqe=cqe, cqe_rsp=cqe_rsp, cqe_v=cqe_v,

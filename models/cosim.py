@@ -127,6 +127,10 @@ class Config:
     #: peer) or ``read`` (each side READs the peer's bytes: the data's receiver posts READs and
     #: the data's sender answers them)
     verb: str = "write"
+    #: hw-engine.md MR-ENG-306 (psneng46): every path's initial PSN, both directions, in the
+    #: whole-engine runs (the engines' table 9 rows, the RX's expected PSNs, the endpoints'
+    #: ``init_psn``/``peer_init_psn``); None: 0, as before
+    init_psn: int | None = None
 
     @property
     def ack_delay_s(self):
@@ -157,6 +161,8 @@ class Config:
             raise ValueError("mtu_log2 must be in 8..13 (frames up to the parser's 9,216 bytes)")
         if self.verb not in ("write", "read"):
             raise ValueError(f"verb must be write or read, not {self.verb!r}")
+        if self.init_psn is not None and not 0 <= self.init_psn < 1 << 24:
+            raise ValueError("init_psn must be in 0..16777215 (a 24-bit PSN)")
 
     @property
     def link_bps(self):

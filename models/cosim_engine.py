@@ -42,7 +42,7 @@ from .atomic import result_area_bytes
 from .atomic_cases import AtomSlave
 from .rx import (MSG_SLOTS as RX_MSG_SLOTS, SMALL as RX_SMALL, WC_COMP_SWAP, WC_FETCH_ADD, WC_RDMA_READ, pack,
                  unpack)
-from .rx import RD_SLOTS as RX_RD_SLOTS, TABLE_INIT_DEPTH, TABLE_KEY
+from .rx import RD_SLOTS as RX_RD_SLOTS, TABLE_INIT_DEPTH, TABLE_KEY, TABLE_TX_PSN
 from .rx_cases import LOCAL_ADDR, PEER_ADDR, CfgWrite, Setup
 from .tx import SMALL, template_of
 from .tx_cases import frames_of_beats
@@ -50,7 +50,7 @@ from .tx_sched import OP_CMP_SWAP, OP_FETCH_ADD, OP_READ, OP_WRITE
 from .tx_sched_cases import wr_item
 from .wire import MrdhFlag, Op
 
-__all__ = ["pace_writes", "Loopback", "FabricMac", "EngineLoop", "loopback_run", "check", "atomic_plan", "check_atomics", "run_endpoint_atomics_model", "PeerCosim",
+__all__ = ["pace_writes", "tx_psn_rows", "psn_first", "psn_wrap_summary", "Loopback", "FabricMac", "EngineLoop", "loopback_run", "check", "atomic_plan", "check_atomics", "run_endpoint_atomics_model", "PeerCosim",
            "run_peer_model", "EndpointCosim", "run_endpoint_model", "ENDPOINT_QP"]
 
 
@@ -124,6 +124,7 @@ class EngineLoop:
         # (None: no check), and the offsets of each one's response frames seen on m_axis
         self.served = None
         self.rsp_seen = collections.defaultdict(set)
+        self.psns = collections.defaultdict(set)       # MR-ENG-307: {UDP source port: data PSNs}
         self.cycle = 0
         self.phase = 0
         self.ci = self.wi = 0
@@ -218,6 +219,9 @@ class EngineLoop:
                     # templates') and the now of the cycle its last beat left, and its length
                     qp = int.from_bytes(raw[_BTH_OPCODE + 5:_BTH_OPCODE + 8], "big")
                     res.setdefault("left", []).append((qp, inp["now"], len(raw)))
+                    # MR-ENG-307: each path's (UDP source port's) data PSNs, for the wrap runs
+                    sport = int.from_bytes(raw[_BTH_OPCODE - 8:_BTH_OPCODE - 6], "big")
+                    self.psns[sport].add(int.from_bytes(raw[_BTH_OPCODE + 9:_BTH_OPCODE + 12], "big"))
                 if self.served is not None and len(raw) > _BTH_OPCODE and raw[_BTH_OPCODE] == Op.MR_READ_RESP:
                     self._check_response(raw)
                 self.mac.send(raw, (self.cycle - len(self.out_beats) + 1) / CLOCK_HZ)
@@ -372,8 +376,30 @@ def completions_digest(comps):
     return hashlib.sha256(repr(sorted(per.items())).encode()).hexdigest()[:16]
 
 
+def tx_psn_rows(qp, psn, paths=SMALL["paths"]):
+    """MR-ENG-306: the table 9 rows (MR-ENG-302) that start every path of connection ``qp``'s
+    sends at ``psn``, written through the register block's row window with the setup's rows."""
+    return [CfgWrite(TABLE_TX_PSN, qp * paths + p, psn, f"txpsn{qp}.{p}") for p in range(paths)]
+
+
+def psn_wrap_summary(drv, init_psn):
+    """MR-ENG-307: an engine's data frames by path (UDP source port) around the 24-bit wrap of a
+    run whose paths start at ``init_psn``: ``{"paths", "wrapped", "frames_before", "frames_after"}``
+    (``wrapped``: paths that sent both 2^24 - 1 and a PSN below ``init_psn``, i.e. crossed it)."""
+    top = (1 << 24) - 1
+    before = sum(sum(1 for q in ps if q >= init_psn) for ps in drv.psns.values())
+    after = sum(sum(1 for q in ps if q < init_psn) for ps in drv.psns.values())
+    wrapped = sum(1 for ps in drv.psns.values() if top in ps and any(q < init_psn for q in ps))
+    return {"paths": len(drv.psns), "wrapped": wrapped, "frames_before": before, "frames_after": after}
+
+
+def psn_first(init_psn):
+    """MR-ENG-306: a run's first PSN of every path (None: 0, the engines' reset)."""
+    return 0 if init_psn is None else init_psn
+
+
 def loopback_run(width, nbytes, *, seed=0, loss=0.05, n_writes=3, p_bp=0.2, latency=(1, 40),
-                 ack_every=4, ack_delay=390, verb="write", pace=None, init_depth=None):
+                 ack_every=4, ack_delay=390, verb="write", pace=None, init_depth=None, init_psn=None):
     """MR-ENG-137: an engine that writes to itself. Returns ``(driver, setup, region, source)``:
     connection 1 (the one row ``Setup`` gives two connections), 4 paths, 2 streams, PSNs from 0,
     MTU 1,024 (the TX half's); its template addresses the engine itself (DestQP 1); ``n_writes``
@@ -389,12 +415,14 @@ def loopback_run(width, nbytes, *, seed=0, loss=0.05, n_writes=3, p_bp=0.2, late
     (:func:`pace_writes`' arguments). Every run keeps its data frames (``res["left"]``:
     DestQP, ``now`` of the last beat, length) and the ``now`` its first work request was taken
     (``res["wr_at"]``).
-    ``init_depth``: the connection's table 8 row (MR-ENG-272) written at its setup (None: none)."""
+    ``init_depth``: the connection's table 8 row (MR-ENG-272) written at its setup (None: none).
+    ``init_psn`` (MR-ENG-306): every path's first PSN, the TX half's through table 9 rows
+    (:func:`tx_psn_rows`) and the RX's expected one through the path rows (None: 0, no rows)."""
     rng = random.Random(seed)
     lay = engine_layouts()
     s = Setup(SMALL["conns"], SMALL["paths"], 256, streams=RX_SMALL["streams"], seed=seed, n_conns=1,
               mtu_log2=10, ack_every=ack_every, ack_delay=ack_delay, uniform_psn=True, n_streams=SMALL["streams"],
-              first_psn=0)
+              first_psn=psn_first(init_psn))
     s.keys[0].length = max(s.keys[0].length, nbytes + 64)
     if verb == "read":
         s.keys[1].length = max(s.keys[1].length, nbytes + 64)
@@ -402,6 +430,8 @@ def loopback_run(width, nbytes, *, seed=0, loss=0.05, n_writes=3, p_bp=0.2, late
     c = s.conns[0]
     if init_depth is not None:
         s.writes.append(CfgWrite(TABLE_INIT_DEPTH, c.qp, init_depth, f"depth{c.qp}"))
+    if init_psn is not None:
+        s.writes += tx_psn_rows(c.qp, init_psn)
     region = s.keys[0]
     eth = 0x02_00_00_00_00_02
     tmpls = [template_of(k, eth_dst=eth, eth_src=eth, ip_src=LOCAL_ADDR, ip_dst=LOCAL_ADDR,
@@ -605,7 +635,7 @@ def _engine_side(cfg, seed, nbytes, addr, peer_addr, src_seed, host, *, p_bp, la
     read = cfg.verb == "read"
     s = Setup(SMALL["conns"], SMALL["paths"], 256, streams=RX_SMALL["streams"], seed=cfg.seed, n_conns=1,
               mtu_log2=10, ack_every=cfg.ack_every, ack_delay=cfg.ack_delay_cycles, uniform_psn=True,
-              n_streams=SMALL["streams"], first_psn=0)
+              n_streams=SMALL["streams"], first_psn=psn_first(cfg.init_psn))
     s.keys[0].length = max(s.keys[0].length, cfg.nbytes + 64)
     if read:
         s.keys[1].length = max(s.keys[1].length, cfg.nbytes + 64)
@@ -615,6 +645,8 @@ def _engine_side(cfg, seed, nbytes, addr, peer_addr, src_seed, host, *, p_bp, la
     c = s.conns[0]
     if init_depth is not None and init_depth < engine_init_rd_atomic(SMALL["streams"], RX_RD_SLOTS):
         s.writes.append(CfgWrite(TABLE_INIT_DEPTH, c.qp, init_depth, f"depth{c.qp}"))
+    if cfg.init_psn is not None:
+        s.writes += tx_psn_rows(c.qp, cfg.init_psn)      # MR-ENG-306: the sends' first PSN
     eth = codec.Eth()
     sports, writes = _side_plan(cfg, seed, nbytes)
     tmpls = [template_of(k, eth_dst=eth.dst, eth_src=eth.src, ip_src=addr, ip_dst=peer_addr,
@@ -697,7 +729,7 @@ class EndpointCosim:
                 p_bp=p_bp, latency=cfg.latency, peer_qp=ENDPOINT_QP, peer_rkey=ep_rkey,
                 into=link_into(fab, fab.hosts[self.eng_host]), align8=bool(atomics),
                 init_depth=self.init_depth)
-            conn = self._connect(ep, s, eng_addr, self.offer)
+            conn = self._connect(ep, s, eng_addr, self.offer, cfg.init_psn)
             self.ep_src = random.Random(cfg.seed + 3).randbytes(ep_bytes)
             lkey = ep.reg_mr(bytearray(self.ep_src))
             self.ep_writes = writes = _endpoint_writes(cfg, ep_bytes)
@@ -722,12 +754,14 @@ class EndpointCosim:
             self.ports_in, self.ports_out = PairPorts.of_engine(cfg.width)
 
     @staticmethod
-    def _connect(ep, s, eng_addr, offer):
-        """The endpoint's connection to the engine's (the engine's paths start at PSN 0 both
-        ways, MR-TX-012, ``Setup(first_psn=0)``), with the engine's ``offer`` (MR-VERB-015)."""
+    def _connect(ep, s, eng_addr, offer, init_psn=None):
+        """The endpoint's connection to the engine's (the paths start at ``init_psn`` both ways,
+        MR-ENG-306, None: 0 as the engine's reset, MR-TX-012), with the engine's ``offer``
+        (MR-VERB-015)."""
         c = s.conns[0]
+        psn = psn_first(init_psn)
         return ep.connect(ENDPOINT_QP, eng_addr, c.qp, paths=c.n_paths, streams=c.n_streams,
-                          pkey=c.pkey, init_psn=0, peer_init_psn=0, peer_offer=offer)
+                          pkey=c.pkey, init_psn=psn, peer_init_psn=psn, peer_offer=offer)
 
     def _setup_atomics(self, cfg, ep, conn, s, n):
         """MR-ENG-170: the endpoint posts ``n`` atomics to the engine among its WRITEs: on the
@@ -786,7 +820,7 @@ class EndpointCosim:
             p_bp=p_bp, latency=cfg.latency, peer_qp=ENDPOINT_QP, peer_rkey=src_key,
             into=link_into(fab, fab.hosts[self.eng_host]), reads=self.ep_writes, served=eng_pieces,
             init_depth=self.init_depth)
-        conn = self._connect(ep, s, eng_addr, self.offer)
+        conn = self._connect(ep, s, eng_addr, self.offer, cfg.init_psn)
         dst_key = ep.reg_mr(self.ep_dst)
         self.ep_wrs = len(eng_pieces)
         for i, (stream, a, n) in enumerate(eng_pieces):
@@ -855,6 +889,8 @@ class EndpointCosim:
                            "frames_in": eng.res["frames_in"], "placements": eng.res["done"],
                            "errors": len(eng.res["errors"]), "bypass": eng.res["bypass"],
                            "completions_digest": completions_digest(eng.completions()),
+                           **({"psn_wrap": psn_wrap_summary(eng, cfg.init_psn)}
+                              if cfg.init_psn is not None else {}),
                            **({"reads_completed": len(eng.res["read_cqe"]),
                                "response_frames": eng.res["rsp_frames"],
                                "response_errors": eng.res["rsp_errors"][:5]}
@@ -997,6 +1033,8 @@ class PeerCosim:
                                    "placements": d.res["done"], "errors": len(d.res["errors"]),
                                    "peak_mac_beats": d.res["peak_mac_beats"],
                                    "completions_digest": completions_digest(d.completions()),
+                                   **({"psn_wrap": psn_wrap_summary(d, cfg.init_psn)}
+                                      if cfg.init_psn is not None else {}),
                                    **({"reads_completed": len(d.res["read_cqe"]),
                                        "response_frames": d.res["rsp_frames"],
                                        "response_errors": d.res["rsp_errors"][:5]}
@@ -1076,7 +1114,7 @@ def run_reference_pair(cfg: Config, writes, back_writes):
     for h, ep in enumerate(eps):
         fab.hosts[h].ep = ep
         conn = ep.connect(qps[h], addrs[1 - h], qps[1 - h], paths=SMALL["paths"], streams=SMALL["streams"],
-                          init_psn=0, peer_init_psn=0)
+                          init_psn=psn_first(cfg.init_psn), peer_init_psn=psn_first(cfg.init_psn))
         if read:
             for i, (stream, a, n) in enumerate(posted[h]):
                 conn.post_read(stream, rkeys[h], a, n, a, src_keys[1 - h], wr_id=100 + i)

@@ -26,7 +26,7 @@ from amaranth.lib import data
 from . import protocol as P
 from .rx import pack, unpack
 
-__all__ = ["SMALL", "LARGE", "TRACE", "cwnd_model_hinted_trace", "Layouts", "layouts", "check_params", "CwndModel", "CwndCycleModel",
+__all__ = ["SMALL", "LARGE", "TRACE", "cwnd_model_hinted_trace", "Layouts", "layouts", "check_params", "CwndModel", "CwndCycleModel", "Closed",
            "ACC_MAX", "WIN_BITS", "BYTES_BITS", "PKTS_BITS", "MTU_BITS", "BETA_BITS",
            "QUOT_BITS", "DIV_BITS", "lat_ack", "LAT_ACK", "LAT_SETUP", "INPUTS", "OUTPUTS", "cwnd_model_small",
            "inc_divisor", "band_layouts", "band_model", "LAT_BAND", "CwndBandCycleModel",
@@ -168,6 +168,11 @@ RATE_BITS = 19
 RTT_BITS = 20
 BAND_X_BITS = RATE_BITS + RTT_BITS + 1          # even: two quotient bits a cycle
 BAND_Q_BITS = BAND_X_BITS - 12                  # x / 8,000 < 2^(X - 12.9)
+#: MR-CW-127: the control path's serial divisions, one quotient bit a cycle: the move's
+#: dividend w x r and the refill's shortfall (here, not in models.cwnd_control, so that the
+#: RTL's source closure holds no test driver)
+MOVE_DIV_BITS = WIN_BITS + RATE_BITS
+REFILL_DIV_BITS = BAND_Q_BITS + 3
 BAND_D_BITS = 16                                # 8,000 x 8 = 64,000
 #: MR-CW-059: cycles from a request taken to its result valid (clamp; the product in three;
 #: the division; five corrections).
@@ -685,6 +690,8 @@ class CwndControl:
         if u["move"]:                                # MR-CW-053: the hint change's move
             self.moves["move"] += 1
             b = self._band(c, u["rate"])
+            # MR-CW-127: whether the windows are scaled (the sequencer's divisions)
+            self.scaled = cs["rate"] < u["rate"] < self.line_mbps and cs["rate"] < self.line_mbps
             new = band_move(old, cs["rate"], u["rate"], b["hw"], b["cap"], self.line_mbps)
             return self._writes(c, p, old, new, u["rate"], 0) + [("ack", r)]
         # MR-CW-054: the refill, on W' as the block had it: the event's W (after the clamp of
@@ -695,14 +702,62 @@ class CwndControl:
         start = min(old_p, b["cap"])
         w = wsum_before - (old_p - start if paths[p]["active"] else 0)
         w_end = max(w, self.mtu) + (u["cwnd"] - start if paths[p]["active"] else 0)
-        new = refill_windows(old, p, calm_paths(paths, p, b["cap"], r["now"]),
-                             b["sum_floor"] - w_end, b["cap"])
+        calm = calm_paths(paths, p, b["cap"], r["now"])
+        self.calm = len(calm)                        # MR-CW-127: the sequencer's divisions
+        new = refill_windows(old, p, calm, b["sum_floor"] - w_end, b["cap"])
         return self._writes(c, p, old, new, u["rate"], 1)
 
 
 BAND_INPUTS = ["s_req__valid", "s_req__payload", "m_band__ready", "line_mbps", "base_rtt_ns",
                "mtu"]
 BAND_OUTPUTS = ["s_req__ready", "m_band__valid", "m_band__payload"]
+
+
+class Closed:
+    """MR-CW-063/065: the records with the control path in the loop: each record's update is
+    awaited; the control path's answer (move writes, the refused event again) goes first. After
+    each of ``items`` and the control path's records for it, ``after`` gets ``(index of the
+    item, the connection's shadow windows, the last update, the update of its latest ACK
+    event)``."""
+
+    def __init__(self, items, control):
+        self.items, self.control = list(items), control
+        self.i = 0                      # the next item
+        self.queue = []                 # the control path's records, first
+        self.flight = None              # the record taken, its update awaited
+        self.ack_upd = None             # the latest ACK event's update
+        self.after = []
+
+    @property
+    def done(self):
+        return self.i >= len(self.items) and not self.queue and self.flight is None
+
+    def peek(self):
+        """The record to offer next, or None (one in flight, or none left)."""
+        if self.flight is not None:
+            return None
+        if self.queue:
+            return self.queue[0]
+        return self.items[self.i] if self.i < len(self.items) else None
+
+    def take(self):
+        kind, rec = self.flight = self.peek()
+        if self.queue:
+            self.queue.pop(0)
+        else:
+            self.i += 1
+        self.control.record(kind, rec)
+
+    def answer(self, upd):
+        kind, rec = self.flight
+        self.flight = None
+        if kind == "ack":
+            self.ack_upd = upd
+        self.queue[:0] = self.control.answer(kind, rec, upd)
+        if not self.queue:
+            c = upd["conn"]
+            self.after.append((self.i - 1, [q["cwnd"] for q in self.control.path[c]], upd,
+                               self.ack_upd))
 
 
 class CwndBandCycleModel:

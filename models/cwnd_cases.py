@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 
 from . import protocol as P
-from .cwnd import HINT_INPUTS, INPUTS, WIN_BITS, CwndControl, CwndModel
+from .cwnd import HINT_INPUTS, INPUTS, WIN_BITS, Closed, CwndControl, CwndModel
 from .driver import CounterReadout
 from .rx import pack, unpack
 
@@ -284,53 +284,6 @@ def traffic(sem, n, *, seed=0, mtu=1024, hints=False, verdicts=False):
                               rng.choice([5_000, 10_000, rng.randrange(1, 60_000)]),
                               hint.get(c, 0) if hints else 0))
     return items
-
-
-class Closed:
-    """MR-CW-063/065: the records with the control path in the loop: each record's update is
-    awaited; the control path's answer (move writes, the refused event again) goes first. After
-    each of ``items`` and the control path's records for it, ``after`` gets ``(index of the
-    item, the connection's shadow windows, the last update, the update of its latest ACK
-    event)``."""
-
-    def __init__(self, items, control):
-        self.items, self.control = list(items), control
-        self.i = 0                      # the next item
-        self.queue = []                 # the control path's records, first
-        self.flight = None              # the record taken, its update awaited
-        self.ack_upd = None             # the latest ACK event's update
-        self.after = []
-
-    @property
-    def done(self):
-        return self.i >= len(self.items) and not self.queue and self.flight is None
-
-    def peek(self):
-        """The record to offer next, or None (one in flight, or none left)."""
-        if self.flight is not None:
-            return None
-        if self.queue:
-            return self.queue[0]
-        return self.items[self.i] if self.i < len(self.items) else None
-
-    def take(self):
-        kind, rec = self.flight = self.peek()
-        if self.queue:
-            self.queue.pop(0)
-        else:
-            self.i += 1
-        self.control.record(kind, rec)
-
-    def answer(self, upd):
-        kind, rec = self.flight
-        self.flight = None
-        if kind == "ack":
-            self.ack_upd = upd
-        self.queue[:0] = self.control.answer(kind, rec, upd)
-        if not self.queue:
-            c = upd["conn"]
-            self.after.append((self.i - 1, [q["cwnd"] for q in self.control.path[c]], upd,
-                               self.ack_upd))
 
 
 def run_closed(sem, control, items, config):

@@ -27,12 +27,12 @@ models/ never imports hdl/.
 from __future__ import annotations
 
 from . import records
-from .atomic import AXI_IN as ATOM_AXI_IN, AXI_OUT as ATOM_AXI_OUT, AtomicExecModel
+from .atomic import ATOM_CTR, ATOM_CTR_BASE, AXI_IN as ATOM_AXI_IN, AXI_OUT as ATOM_AXI_OUT, AtomicExecModel
 from .dma_write import OUTSTANDING, DmaWriteCycleModel
 from .parser import ParserModel
 from .regs import PACE_INPUTS, PACE_OUTPUTS, RegsCycleModel
 from .rx import (CHUNK_RING, RD_OP_CMP_SWAP, RD_OP_FETCH_ADD, RD_OP_READ, SMALL as RX_SMALL, TABLE_READ,
-                 TABLE_RSP_FREE, TABLE_INIT_DEPTH,
+                 TABLE_RSP_FREE, TABLE_INIT_DEPTH, TABLE_TX_PSN,
                  WC_COMP_SWAP, WC_FETCH_ADD, WC_RDMA_READ, RxCycleModel, bundle_entry, pack, payload_layout)
 from .fifo import SyncFifoModel
 from .frame_builder import pack_desc
@@ -46,7 +46,7 @@ __all__ = ["PackModel", "EngineRxModel", "engine_rx_model", "engine_rx_model_256
            "AckInModel", "AckOutModel", "RspJoinModel", "RdRowsModel", "CqJoinModel", "CQ_DEPTH",
            "CQ_RD_OPS", "CQ_RX_OPCODES", "CQ_REFUSED", "WC_OF_OP", "host_completion", "rd_row_write",
            "init_depth_write", "init_depth_of", "engine_tx_msgs", "engine_tx_msgs_within",
-           "RSP_FIFO_DEPTH", "ENG_CTR", "rsp_free_write", "rsp_free_depth", "EngineModel", "engine_model_small",
+           "RSP_FIFO_DEPTH", "ENG_CTR", "PSN_IGNORED_CTR", "PsnInitModel", "tx_psn_write", "rsp_free_write", "rsp_free_depth", "EngineModel", "engine_model_small",
            "ACK_FIFO_DEPTH", "WR_FIFO_DEPTH", "ENGINE_TX_NAMES", "engine_layouts", "engine_tx_params", "ENGINE_RTO_NS", "ENGINE_CFG_SACK", "ENGINE_TX_DEPTH",
            "ENGINE_CHUNK_WINDOW", "ENGINE_CWND", "ENGINE_CONN_WINDOW",
            "PAIR_PREFIXES", "PairPorts", "EnginePairModel"]
@@ -529,6 +529,57 @@ class RspJoinModel(_AckFifo):
             self.free_max = max(self.free_max, self.free_q.level)
 
 
+#: MR-ENG-305 (psneng46): the engine counter window's index of the count of initial-PSN writes the
+#: TX half ignored (``psn_ignored``), after the atomic executor's (MR-ENG-226)
+PSN_IGNORED_CTR = ATOM_CTR_BASE + len(ATOM_CTR)
+#: MR-ENG-302: the bits of a table 9 row's ``data`` that are the initial PSN
+PSN_BITS = 24
+
+
+def tx_psn_write(cfg_lay, paths, conn, path, psn):
+    """MR-ENG-302: the configuration record (``s_cfg``, table 9 ``TABLE_TX_PSN``) that sets path
+    ``path`` of connection ``conn``'s initial send PSN, ``addr = conn x paths + path`` as the
+    RX's path rows (table 3)."""
+    return pack(cfg_lay, {"table": TABLE_TX_PSN, "addr": conn * paths + path, "data": psn % (1 << PSN_BITS)})
+
+
+class PsnInitModel:
+    """MR-ENG-302..305: the engine's initial-PSN join (``hdl.engine.PsnInit``). A table 9 record
+    the RX takes (``cfg_tap``/``cfg_tap_take``, MR-ENG-272) becomes, one cycle later, one write
+    ``{conn, path, psn}`` on the TX half's ``s_psn`` (a register and its payload registers, held
+    until ``ready``; a table 9 record while a write waits is dropped and counted, MR-ENG-316);
+    the TX half's ``psn_ignored`` cycles are counted in a 64-bit
+    counter read at the engine's counter index :data:`PSN_IGNORED_CTR` (``reg_data`` a register,
+    the previous cycle's select, as RspJoin's)."""
+
+    def __init__(self, conns, paths, cfg_lay, psn_lay):
+        f = dict(psn_lay)
+        self.cfg_lay, self.psn_lay = cfg_lay, psn_lay
+        self.pb, self.cmask = f["path"].width, (1 << f["conn"].width) - 1
+        assert 1 << self.pb == paths, "MR-ENG-302: the row address splits at the paths, a power of two"
+        self.valid, self.rec, self.ctr, self.reg_data = 0, 0, 0, 0
+        self.writes = 0                 # figures: the writes sent to the TX half
+
+    def out(self):
+        """``(s_psn valid, s_psn payload, reg_data)``: registers only."""
+        return self.valid, self.rec, self.reg_data
+
+    def step(self, tap_take, tap, ignored, reg_addr, ready=1):
+        self.reg_data = self.ctr if reg_addr == PSN_IGNORED_CTR else 0
+        t = unpack(self.cfg_lay, tap)
+        take = bool(tap_take) and t["table"] == TABLE_TX_PSN
+        waiting = self.valid and not ready            # MR-ENG-316
+        self.ctr = (self.ctr + int(bool(ignored)) + int(take and waiting)) & ((1 << 64) - 1)
+        if waiting:
+            return
+        self.valid = int(take)
+        if take:
+            a = t["addr"]
+            self.rec = pack(self.psn_lay, {"conn": (a >> self.pb) & self.cmask, "path": a & ((1 << self.pb) - 1),
+                                           "psn": t["data"] & ((1 << PSN_BITS) - 1)})
+            self.writes += 1
+
+
 def _field_offset(layout, name):
     """The bit offset of a top-level field of an Amaranth layout."""
     for n, f in layout:
@@ -834,7 +885,7 @@ _RX_INTERNAL = ("m_ack__", "m_peer_ack__", "tx_reg_", "m_rsp__", "eng_reg_", "s_
 # MR-ENG-140: the TX half's READ responses are fed by the receive half, their records counted;
 # MR-ENG-259: its pacer's writes and configuration from the register block
 _TX_INTERNAL = ("s_ack__", "s_ack_desc__", "reg_addr", "reg_data", "s_rsp__", "m_rsp_done__", "m_rd__",
-                "s_pace_write__", "mtu_wl", "line_mbps")
+                "s_pace_write__", "mtu_wl", "line_mbps", "s_psn__", "psn_ignored")
 
 
 def _tx_name(n):
@@ -894,6 +945,8 @@ class EngineModel:
         self.wr_q = _AckFifo(WR_FIFO_DEPTH)     # MR-ENG-155
         self.wr_op_at = _field_offset(lay.sched.wr, "op")
         self.ack_out = AckOutModel(conns, self.rx.lay.ack, lay.cfg)
+        # MR-ENG-302..305: the host's table 9 rows to the TX half's s_psn, its ignored writes counted
+        self.psn = PsnInitModel(conns, paths, self.rx.lay.cfg, lay.sched.psn)
         self.lay = lay
 
     def open_offer(self):
@@ -957,6 +1010,9 @@ class EngineModel:
                       "s_ack_desc__valid": ack_valid, "s_ack_desc__payload": ack_d,
                       "reg_addr": ro["tx_reg_addr"],
                       "s_rsp__valid": rsp_valid, "s_rsp__payload": rsp_head, "m_rsp_done__ready": 1})
+        # MR-ENG-303: the initial-PSN write of the table 9 record taken the cycle before (registers)
+        psn_valid, psn_rec, psn_reg = self.psn.out()
+        tx_in.update({"s_psn__valid": psn_valid, "s_psn__payload": psn_rec})
         if self.pacing:
             # MR-ENG-259: the pacing window's write and configuration (registers, MR-REG-065)
             tx_in.update({"s_pace_write__valid": ro["m_pace__valid"],
@@ -990,7 +1046,8 @@ class EngineModel:
         rx_out = self.rx.step({**inputs, "m_peer_ack__ready": self.ack_in.in_ready(),
                                "m_ack__ready": tx_out["s_ack_desc__ready"],
                                "tx_reg_data": tx_out["reg_data"],
-                               "m_rsp__ready": self.rsp.in_ready(), "eng_reg_data": self.rsp.reg_data,
+                               "m_rsp__ready": self.rsp.in_ready(),
+                               "eng_reg_data": self.rsp.reg_data | psn_reg,      # MR-ENG-305
                                "s_cfg_eng__valid": cfg_valid, "s_cfg_eng__payload": cfg_pay,
                                "m_cqe__ready": rx_cqe_ready,
                                "m_pace__ready": tx_out.get("s_pace_write__ready", 0)})
@@ -1011,6 +1068,8 @@ class EngineModel:
                      tap_take=rx_out["cfg_tap_take"], tap=rx_out["cfg_tap"])     # MR-ENG-272
         self.ack_in.step(rx_out["m_peer_ack__valid"], rx_out["m_peer_ack__payload"],
                          tx_out["s_ack__ready"])
+        self.psn.step(rx_out["cfg_tap_take"], rx_out["cfg_tap"], tx_out["psn_ignored"], ro["eng_reg_addr"],
+                      tx_out["s_psn__ready"])
         self.rsp.step(rx_out["m_rsp__valid"], rx_out["m_rsp__payload"], tx_out["s_rsp__ready"],
                       tx_out["m_rsp_done__valid"], tx_out["m_rsp_done__payload"], ro["eng_reg_addr"],
                       free_ready=free_first and rx_out["s_cfg_eng__ready"])

@@ -662,6 +662,101 @@ class CounterLoop:
         return rgc.counters_by_source(register_map(eng=True), self.readout)
 
 
+class HostWrites:
+    """MR-ENG-308: a ``cosim_engine.EngineLoop`` run to its end, then the configuration ``rows``
+    (``rx_cases.CfgWrite``) written through ``s_axil`` (:func:`regs_cases.row_writes`), the loop's
+    memories and readies still running; wrap it in :class:`CounterLoop` to read the counters
+    after them."""
+
+    def __init__(self, loop, rows, rmap, *, seed=0, p_idle=0.2, p_bp=0.3):
+        self.loop, self.mac = loop, loop.mac
+        self.regs = rgc.Driver([w for cw in rows for w in rgc.row_writes(rmap, cw.table, cw.addr, cw.value,
+                                                                         name=cw.name)],
+                               seed=seed, p_idle=p_idle, p_bp=p_bp)
+
+    @property
+    def finished(self):
+        return self.loop.finished and self.regs.finished
+
+    def inputs(self):
+        inp = self.loop.inputs()
+        if self.loop.finished:
+            inp.update({k: v for k, v in self.regs.inputs().items() if k.startswith("s_axil__")})
+        return inp
+
+    def observe(self, inp, out):
+        writing = self.loop.finished and not self.regs.finished
+        self.loop.observe(inp, out)
+        if writing:
+            self.regs.observe({**inp, "m_cfg__ready": 1, "reg_data": 0},
+                              {**out, "m_cfg__valid": 0, "m_cfg__payload": 0, "reg_addr": 0})
+
+    def settle(self, busy):
+        if not self.loop.finished:
+            self.loop.settle(busy)
+        else:
+            self.regs.settle(False)
+
+
+class PsnInitLoop:
+    """MR-ENG-309: the stimulus of ``hdl.engine.PsnInit`` against ``PsnInitModel`` alone: each
+    cycle a random tap (a record of a random table 1..9, table 9 one time in three, random
+    address and data), taken with probability 1/2, ``psn_ignored`` high with probability 1/4, a
+    random ``reg_addr``; ``m_psn.ready`` random (a write waits for it, MR-ENG-316). ``n`` cycles."""
+
+    def __init__(self, cfg_lay, n=400, seed=0):
+        from .rx import TABLE_TX_PSN, pack
+        self.rng, self.n, self.cycle = random.Random(seed), n, 0
+        self.cfg_lay, self.table9, self.pack = cfg_lay, TABLE_TX_PSN, pack
+        f = dict(cfg_lay)
+        self.addr_bits, self.data_bits = f["addr"].width, f["data"].width
+        self.writes = 0
+
+    @property
+    def finished(self):
+        return self.cycle >= self.n
+
+    def inputs(self):
+        r = self.rng
+        table = self.table9 if r.random() < 1 / 3 else r.randint(1, self.table9)
+        tap = self.pack(self.cfg_lay, {"table": table, "addr": r.getrandbits(self.addr_bits),
+                                       "data": r.getrandbits(min(64, self.data_bits))})
+        return {"cfg_tap": tap, "cfg_tap_take": int(r.random() < 0.5), "psn_ignored": int(r.random() < 0.25),
+                "reg_addr": r.randrange(16), "m_psn__ready": r.randrange(2)}
+
+    def observe(self, inp, out):
+        self.writes += out["m_psn__valid"] & inp["m_psn__ready"]
+        self.cycle += 1
+
+    def settle(self, busy):
+        pass
+
+
+class PsnInitCycleModel:
+    """:class:`~metaroce.models.engine.PsnInitModel` on the ports of ``hdl.engine.PsnInit``
+    (Verilog names), for MR-ENG-309's lockstep."""
+
+    INPUTS = ["cfg_tap", "cfg_tap_take", "psn_ignored", "reg_addr", "m_psn__ready"]
+    OUTPUTS = ["m_psn__valid", "m_psn__payload", "reg_data"]
+
+    def __init__(self, conns, paths, cfg_lay, psn_lay):
+        from .engine import PsnInitModel
+        self.m = PsnInitModel(conns, paths, cfg_lay, psn_lay)
+
+    def port_names(self):
+        return {"inputs": list(self.INPUTS), "outputs": list(self.OUTPUTS)}
+
+    def busy(self):
+        return False
+
+    def step(self, inputs):
+        g = inputs.get
+        v, rec, reg = self.m.out()
+        self.m.step(g("cfg_tap_take", 0), g("cfg_tap", 0), g("psn_ignored", 0), g("reg_addr", 0),
+                    g("m_psn__ready", 1))
+        return {"m_psn__valid": v, "m_psn__payload": rec, "reg_data": reg}
+
+
 #: MR-ENG-105: the TX half's retry limit in :func:`tx_counter_run` (two timeouts in a row on a
 #: path report RETRY_EXC_ERR, so that ``errors`` moves within a short run).
 TX_COUNTER_RETRY_LIMIT = 1
@@ -707,7 +802,7 @@ def model_counters(model):
             "tx": list(model.tx.rtx.counters)[:TX_CTR_BASE] + list(model.tx.counters),
             # MR-ENG-143; MR-ENG-226: the atomic executor's after the response join's
             "eng": list(model.rsp.ctr) + (list(model.rx.atom.ctr) if model.rx.atom is not None
-                                          else [0] * len(ATOM_CTR))}
+                                          else [0] * len(ATOM_CTR)) + [model.psn.ctr]}      # MR-ENG-305
 
 
 def check_counter_loop(cl: CounterLoop, model, region, source, bad):

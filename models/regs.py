@@ -133,12 +133,15 @@ def eng_counter_names():
     """MR-ENG-143: the whole engine's own counters (``models.engine.ENG_CTR``): the READ
     responses handed from the RX engine to the TX half, those completed and those failed; then
     (MR-ENG-226, MR-REG-061) the atomic executor's (``models.atomic.ATOM_CTR``, from
-    ``ATOM_CTR_BASE``)."""
+    ``ATOM_CTR_BASE``); then (MR-REG-070) PSN_IGNORED, the initial-PSN writes the TX half ignored
+    (hw-engine.md MR-ENG-305, ``models.engine.PSN_IGNORED_CTR``)."""
     from .atomic import ATOM_CTR, ATOM_CTR_BASE
-    from .engine import ENG_CTR
+    from .engine import ENG_CTR, PSN_IGNORED_CTR
     names = [n.upper() for n, _ in sorted(ENG_CTR.items(), key=lambda kv: kv[1])]
     assert len(names) == ATOM_CTR_BASE
     names += [n.upper() for n, _ in sorted(ATOM_CTR.items(), key=lambda kv: kv[1])]
+    assert len(names) == PSN_IGNORED_CTR
+    names.append("PSN_IGNORED")
     assert len(names) <= 1 << _ADDR_BITS["eng"]
     return names
 
@@ -222,7 +225,7 @@ def register_map(lay=None, *, parser=True, tx=True, eng=False, pacing=False) -> 
                         "global", i))
     regs += [
         Reg("CFG_TABLE", 0x040, cfg["table"].width, RW, 0,
-            "row window: table (1 connection, 2 key, 3 path, 4 message-table stream row, 5 receive row, 6 outstanding READ, 8 initiator depth; 0 is refused)", "store"),
+            "row window: table (1 connection, 2 key, 3 path, 4 message-table stream row, 5 receive row, 6 outstanding READ, 8 initiator depth, 9 initial send PSN; 0 is refused)", "store"),
         Reg("CFG_ADDR", 0x044, addr_bits, RW, 0, "row window: row index in that table", "store"),
         Reg("CFG_COMMIT", 0x048, 1, WO, 0,
             "row window: writing 1 to bit 0 sends {CFG_TABLE, CFG_ADDR, CFG_DATA} as one row (MR-REG-022)",

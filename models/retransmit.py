@@ -388,10 +388,13 @@ class RetransmitModel:
             self._count("sent_bad")
             return False
         st = self.state(row)
+        # MR-TX-052, MR-TX-503: no live record before the packet (the row as it was, as the
+        # RTL's term: a row's first packet at any PSN starts the timer)
+        no_live = st["lost_upto"] == st["next_psn"]
         if st["floor"] == st["next_psn"]:
             # MR-TX-471: an empty row's floor is the packet's PSN (its next PSN when based)
             st.update(floor=s["psn"], lost_upto=s["psn"])
-        if st["lost_upto"] == st["next_psn"]:
+        if no_live:
             st.update(t_live=s["t_sent"], timer_on=1)
         st["t_new"] = s["t_sent"]
         st["next_psn"] = P.psn_add(s["psn"], 1)

@@ -44,7 +44,7 @@ __all__ = ["RxCode", "Outcome", "RxModel", "RxCycleModel", "Layouts", "layouts",
            "WC_RECV_RDMA_WITH_IMM", "chunk_new", "ACK_DELAY_RESET", "TIMER_DEPTH", "GEN_BITS",
            "TIME_BITS", "TABLE_RECV", "RECV_SLOTS", "WC_RECV", "SEND_OPS", "WRITE_OPS", "LATE_CODES",
            "KIND_IMM", "KIND_SEND", "msg_kind",
-           "TABLE_READ", "TABLE_INIT_DEPTH", "RD_SLOTS", "WC_RDMA_READ", "KIND_READ", "READ_REQ_OP", "ATOMIC_OPS",
+           "TABLE_READ", "TABLE_INIT_DEPTH", "TABLE_TX_PSN", "RD_SLOTS", "WC_RDMA_READ", "KIND_READ", "READ_REQ_OP", "ATOMIC_OPS",
            "WC_COMP_SWAP", "WC_FETCH_ADD", "WC_REM_ACCESS_ERR", "RD_OP_READ", "RD_OP_CMP_SWAP",
            "RD_OP_FETCH_ADD", "RD_OP_WC", "KIND_CMP_SWAP", "KIND_FETCH_ADD", "MRDH_ERROR"]
 
@@ -152,6 +152,9 @@ TABLE_RSP_FREE = 7
 #: hw-engine.md MR-ENG-271/272 (cap29): the whole engine's per-connection initiator depth
 #: (RdRows' cap, not the RX's: the RX takes a record of this table and ignores it)
 TABLE_INIT_DEPTH = 8
+#: hw-engine.md MR-ENG-301/302 (psneng46): the whole engine's initial send PSN of a path (the TX
+#: half's ``s_psn``, not the RX's: the RX takes a record of this table and ignores it)
+TABLE_TX_PSN = 9
 
 #: MR-RX-110: outstanding-read rows per (connection, stream): READ ``msg`` lives in row
 #: ``msg mod rd_slots``.

@@ -53,7 +53,8 @@ __all__ = ["TxLayouts", "layouts", "TMPL_FIELDS", "template_of", "desc_of", "cmd
            "INPUTS", "OUTPUTS", "DATA_INPUTS", "DATA_OUTPUTS", "MRDH_VERSION", "ERR_DEPTH",
            "id_depth", "slot_of", "KIND_DEPTH", "SHARED_DESC_FIELDS", "ACK_ONLY_DESC_FIELDS", "one_builder_desc", "ACK_DESC_INPUTS", "ACK_DESC_OUTPUTS", "RD_INPUTS", "RD_OUTPUTS", "TX_CTR", "TX_CTR_BASE", "SRC_LAYOUT", "is_atomic_frame",
            "src_of", "inline_beats", "path_record", "tx_model_verdicts_small", "HINT_INPUTS",
-           "HINT_OUTPUTS", "tx_model_hints_small", "header_lane"]
+           "HINT_OUTPUTS", "tx_model_hints_small", "header_lane", "CONTROL_INPUTS",
+           "check_control_options", "tx_model_control_small"]
 
 #: MR-TX-100: the small instance: the scheduler's SMALL (2 connections x 2 streams x 4 paths),
 #: a retransmit pool of 256 records (every path's 32 packets in flight), 16 read commands
@@ -111,6 +112,8 @@ HINT_INPUTS = ["s_cw_ack__payload", "s_cw_ack__valid", "cw_release", "cc_line_mb
                "cc_base_rtt_ns"]
 HINT_OUTPUTS = ["s_cw_ack__ready", "m_cw_ev__payload", "m_cw_ev__valid", "m_cw_upd__payload",
                 "m_cw_upd__valid"]
+#: MR-TX-511: with the control path inside, only the band's configuration
+CONTROL_INPUTS = ["cc_line_mbps", "cc_base_rtt_ns"]
 RD_INPUTS = ["m_rd__ready"]
 RD_OUTPUTS = ["m_rd__payload", "m_rd__valid"]
 
@@ -300,8 +303,9 @@ class TxJoinModel:
     output registers (S2), the read command and the descriptor, and the queue of the commands'
     messages (``ids``, popped by the done records). S1's request moves on when both output
     registers are empty or being taken (their consumers' readies are registers in the DMA and
-    the frame builder) and the queue has room: both registers load (the template read then) and
-    the queue is pushed in that cycle. S1 loads a request when it is empty or moving on: the
+    the frame builder) and the queue has room and its row was not written in the last cycle
+    (MR-TX-530): both registers load (the template read then) and the queue is pushed in that
+    cycle. S1 loads a request when it is empty or moving on: the
     skid's (MR-TX-229), else the port's; the port's goes to the skid when S1 does not load it,
     and ``s_frame.ready`` is the skid's emptiness. MR-TX-192: a frame with payload also pushes
     its payload-source entry (``src``, popped by the data path as its last payload beat goes to
@@ -316,13 +320,16 @@ class TxJoinModel:
         self.src = SyncFifoModel(id_depth(outstanding))         # MR-TX-192
         self.s1 = None                  # the request in S1
         self.sk = None                  # MR-TX-229: the request in the skid before S1
+        self.wrote = None               # MR-TX-530: the row written last cycle
 
     def busy(self):
         return bool(self.s1 is not None or self.sk is not None or self.cmd[0] or self.desc[0]
                     or self.ids.level or self.src.level)
 
     def _move(self, cmd_ready, desc_ready):
-        return (self.s1 is not None and (not self.cmd[0] or bool(cmd_ready))
+        # MR-TX-530/531: S2 does not take a request whose row was written in the last cycle
+        return (self.s1 is not None and self.wrote != self.s1["conn"]
+                and (not self.cmd[0] or bool(cmd_ready))
                 and (not self.desc[0] or bool(desc_ready)) and self.ids.level < self.ids.depth
                 and self.src.level < self.src.depth)
 
@@ -356,9 +363,11 @@ class TxJoinModel:
                 self.cmd = (0, self.cmd[1])
             if desc_ready:
                 self.desc = (0, self.desc[1])
+        self.wrote = None
         if cfg_valid:
             c = unpack(lay.cfg, cfg_payload)
             self.tmpl[c["conn"]] = c
+            self.wrote = c["conn"]
         self.ids.update(id_pop, take, pack(lay.sched.fail, {
             "conn": fr["conn"], "slot": slot_of(fr, lay.sched.streams, lay.sched.depth),
             "lap": fr.get("lap", 0)}) if take else 0)                 # MR-TX-451
@@ -514,6 +523,16 @@ def check_hint_options(hints, hint_dropped, *, verdicts, pacing, rows, interval)
     return hints, bool(hint_dropped)
 
 
+def check_control_options(hints, control, control_wrong):
+    """MR-TX-510: ``control`` (the control path inside) needs ``hints``; ``control_wrong`` (a
+    negative control, MR-TX-514) needs ``control``."""
+    if control and not hints:
+        raise ValueError("control needs hints")
+    if control_wrong is not None and not control:
+        raise ValueError("control_wrong needs control")
+    return bool(control)
+
+
 def check_tx_options(rows, pacing, rd_rows, interval, mem_head):
     """The TX's scheduler options that are not built together, checked for the RTL and the
     model alike: ``(rows, interval, mem_head)`` normalised, else ``ValueError``. MR-TX-317:
@@ -541,7 +560,7 @@ class TxCycleModel:
                  pacing=False, pace_ignored=False, verdicts=False, restores=True,
                  pace_full_only=False, ack_desc=False, ack_first=True, share_out=None,
                  restore_after_ack=None, rows=False, interval=1, mem_head=False,
-                 hints=False, hint_dropped=False, **sched_kw):
+                 hints=False, hint_dropped=False, control=False, **sched_kw):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
@@ -551,7 +570,11 @@ class TxCycleModel:
         self.hints, self.hint_dropped = check_hint_options(
             hints, hint_dropped, verdicts=verdicts, pacing=pacing, rows=rows, interval=interval)
         self.cw_hold = 0                # MR-TX-493
+        # MR-TX-510/512: the control path inside, its cycle model (made below)
+        self.control = check_control_options(self.hints, control, None)
+        self.ctl = None
         self.unit_events = []           # MR-TX-496: the unit's events taken, as the unit gave them
+        self.cw_updates = []            # MR-TX-513: the windows' updates taken (packed), in order
         # MR-TX-256: the path verdicts and the scheduler's restores into the windows;
         # ``restores`` False (with verdicts: the negative control of MR-TX-261 only) leaves the
         # restores out of the join (the scheduler's port taken and dropped)
@@ -621,10 +644,11 @@ class TxCycleModel:
         self.cwnd = cwnd_model.CwndCycleModel(width, conns, paths, verdicts=self.verdicts,
                                               share_out=self.share_out, hints=self.hints)
         self.cw_mtu = kw["mtu"]
-        self.lay = (layouts(conns, streams, paths, depth, pool, verdicts=True,
-                            share_out=self.share_out) if self.verdicts
-                    else layouts(conns, streams, paths, depth, pool, hints=True) if self.hints
-                    else self.data.lay)
+        if self.control:
+            from .cwnd_control import CwndControlCycleModel
+            self.ctl = CwndControlCycleModel(width, conns, paths, mtu=self.cw_mtu)
+        self.lay = layouts(conns, streams, paths, depth, pool, verdicts=self.verdicts,
+                           share_out=self.share_out, hints=self.hints)   # TxData's when all off
         # MR-TX-257: with verdicts, the records the windows took in order: ("path", s_path
         # record) and ("ack", ACK event)
         self.cw_log = []
@@ -633,7 +657,6 @@ class TxCycleModel:
         self.counts_late = []
         self.reg_own = 0
         self.reg_addr_late = 0
-        self.psn_ign = 0                # MR-TX-470: with the rows, the write of the cycle before
 
     def port_names(self=None):
         """MR-TX-103, MR-TX-233: INPUTS and OUTPUTS, and the pacer's ports when paced, ``m_rd``
@@ -645,19 +668,21 @@ class TxCycleModel:
             ins, outs = ins + ACK_DESC_INPUTS, outs + ACK_DESC_OUTPUTS
         if self is not None and self.rd_rows:
             ins, outs = ins + RD_INPUTS, outs + RD_OUTPUTS
-        if self is not None and self.hints:
+        if self is not None and self.control:
+            ins = ins + CONTROL_INPUTS
+        elif self is not None and self.hints:
             ins, outs = ins + HINT_INPUTS, outs + HINT_OUTPUTS
         return {"inputs": ins, "outputs": outs}
 
     def busy(self):
         return ((self.paced or self.sched).busy() or self.rtx.busy() or self.data.busy()
-                or self.cwnd.busy())
+                or self.cwnd.busy() or (self.ctl is not None and self.ctl.busy()))
 
     def active(self):
         """Work in flight, not counting the retransmit unit's running timers (a replay ends
         while a timer waits)."""
         return bool((self.paced or self.sched).busy() or self.data.busy() or self.rtx.working()
-                    or self.cwnd.busy())
+                    or self.cwnd.busy() or (self.ctl is not None and self.ctl.busy()))
 
     def step(self, inputs):
         g = inputs.get
@@ -688,6 +713,18 @@ class TxCycleModel:
                  "m_update__ready": cwnd_ready, "mtu": self.cw_mtu,
                  "beta_q": g("cc_beta_q", 0), "cap": g("cc_cap", 0)}
         ctl_valid = unit_valid = 0
+        if self.control:
+            # MR-TX-511/512: the control path's registered outputs for the ports it replaces:
+            # its writes ahead of the host's, its event again, its release
+            ctl_out = self.ctl.outputs()
+            host_setup = g("s_cw_setup__valid", 0)
+            own = ctl_out["m_setup__valid"]
+            cw_in.update({"s_setup__valid": int(bool(own or host_setup)),
+                          "s_setup__payload": (ctl_out["m_setup__payload"] if own
+                                               else g("s_cw_setup__payload", 0))})
+            g = {**inputs, "s_cw_ack__valid": ctl_out["m_ack__valid"],
+                 "s_cw_ack__payload": ctl_out["m_ack__payload"],
+                 "cw_release": ctl_out["release"]}.get
         if self.hints:
             # MR-TX-493/495: the control path's event again first, else the unit's while not
             # held (cc_on gates the unit's only)
@@ -736,6 +773,8 @@ class TxCycleModel:
             if unit_valid and not ctl_valid and co["s_ack__ready"]:
                 self.unit_events.append(unpack(self.lay.cw.ack, rtx.ackev_q.head))
             upd_go = co["m_update__valid"] and cwnd_ready
+            if upd_go:
+                self.cw_updates.append(co["m_update__payload"])
             hint_out = {"s_cw_ack__ready": co["s_ack__ready"],
                         "m_cw_ev__valid": int(bool(cw_in["s_ack__valid"] and co["s_ack__ready"])),
                         "m_cw_ev__payload": cw_in["s_ack__payload"],
@@ -747,6 +786,20 @@ class TxCycleModel:
                 self.cw_hold = 1
             elif g("cw_release", 0):
                 self.cw_hold = 0
+            if self.control:
+                # MR-TX-511: the windows' takes and the updates the scheduler takes, seen
+                hin = {"s_ev__valid": hint_out["m_cw_ev__valid"],
+                       "s_ev__payload": hint_out["m_cw_ev__payload"],
+                       "s_setup__valid": int(bool(cw_in["s_setup__valid"]
+                                                  and co["s_setup__ready"])),
+                       "s_setup__payload": cw_in["s_setup__payload"],
+                       "s_upd__valid": hint_out["m_cw_upd__valid"],
+                       "s_upd__payload": hint_out["m_cw_upd__payload"],
+                       "m_setup__ready": co["s_setup__ready"],
+                       "m_ack__ready": co["s_ack__ready"], "mtu": self.cw_mtu,
+                       "line_mbps": g("cc_line_mbps", 0), "base_rtt_ns": g("cc_base_rtt_ns", 0)}
+                assert self.ctl.step(hin) == ctl_out
+                hint_out = {}
         ro = rtx.step({"s_sent__payload": sq.head, "s_sent__valid": int(sq.level > 0),
                        "s_ack__payload": g("s_ack__payload", 0), "s_ack__valid": g("s_ack__valid", 0),
                        "m_acked__ready": acked_ready, "m_resend__ready": resend_ready,
@@ -792,18 +845,16 @@ class TxCycleModel:
                         **{n: g(n, 0) for n in data.port_names()["inputs"]
                            if n.startswith(("s_cfg", "m_axi", "m_axis", "s_ack_desc"))}})
         out = {"s_wr__ready": so["s_wr__ready"], "s_ack__ready": ro["s_ack__ready"],
-               "s_cfg__ready": do["s_cfg__ready"], "s_cw_setup__ready": co["s_setup__ready"],
+               "s_cfg__ready": do["s_cfg__ready"],
+               "s_cw_setup__ready": int(bool(co["s_setup__ready"]
+                                             and not (self.control and ctl_out["m_setup__valid"]))),
                "m_cqe__payload": so["m_cqe__payload"], "m_cqe__valid": so["m_cqe__valid"],
                "m_error__payload": ro["m_error__payload"],
                "m_error__valid": int(ro["m_error__valid"] and err_go),
                "reg_data": self.reg_own if self.reg_addr_late >= TX_CTR_BASE else ro["reg_data"],
                **{n: so[n] for n in ("s_rsp__ready", "m_rsp_done__payload", "m_rsp_done__valid")}}
-        # MR-TX-469/470: the register scheduler's port; the rows ignore every write
-        if rows:
-            out.update({"s_psn__ready": 1, "psn_ignored": self.psn_ign})
-            self.psn_ign = int(bool(g("s_psn__valid", 0)))
-        else:
-            out.update({n: so[n] for n in ("s_psn__ready", "psn_ignored")})
+        # MR-TX-469/470, MR-TX-500: the scheduler's initial-PSN port (the rows' too)
+        out.update({n: so[n] for n in ("s_psn__ready", "psn_ignored")})
         if self.rd_rows:
             out.update({n: so[n] for n in ("m_rd__payload", "m_rd__valid")})
         if self.pacing:
@@ -857,6 +908,11 @@ def tx_model_verdicts_small(width=64):
 def tx_model_hints_small(width=64):
     """The model of ``hdl.tx.tx_hints_small`` (MR-TX-489)."""
     return TxCycleModel(width, **SMALL, hints=True)
+
+
+def tx_model_control_small(width=64):
+    """The model of ``hdl.tx.tx_control_small`` (MR-TX-510)."""
+    return TxCycleModel(width, **SMALL, hints=True, control=True)
 
 
 def tx_model_rows_small(width=64):

@@ -295,7 +295,7 @@ class Driver(CounterReadout):
             inp["reg_addr"] = self._readout_addr()
             return inp
         if self.psn_i < len(self.psn_w):
-            # MR-TX-469: the initial PSNs first (s_psn is always ready)
+            # MR-TX-469: the initial PSNs first
             inp["s_psn__valid"] = 1
             inp["s_psn__payload"] = pack(self.lay.sched.psn, self.psn_w[self.psn_i])
             if not self.late_psn or not self.res["frames"]:
@@ -360,8 +360,10 @@ class Driver(CounterReadout):
             return
         res = self.res
         if inp.get("s_psn__valid"):
-            assert out["s_psn__ready"] == 1, "MR-TX-469: s_psn is always ready"
-            self.psn_i += 1
+            # MR-TX-469/500: the register scheduler's s_psn is always ready, the rows' when
+            # their register is free or taken: a write is held until taken (counted)
+            self.psn_i += int(bool(out["s_psn__ready"]))
+            res["psn_waits"] = res.get("psn_waits", 0) + int(not out["s_psn__ready"])
         # MR-TX-470: the writes ignored (a cycle after each)
         res["psn_ignored"] = res.get("psn_ignored", 0) + int(bool(out.get("psn_ignored")))
         if self.late_psn and res["frames"] and self.psn_i == len(self.psn_w):

@@ -47,8 +47,9 @@ class HintDriver(xc.Driver):
 
     def __init__(self, lay, *args, control, hints=HINTS, **kw):
         super().__init__(lay, *args, **kw)
+        # MR-TX-513: ``control`` None: the control path is the TX's own (no ports to serve)
         self.control, self.hints = control, hints
-        self.loop = cc.Closed([], control)
+        self.loop = cc.Closed([], control) if control is not None else None
         self.n_acks = 0
         self.held = False           # an update with move or refill seen, not yet released
         self.release = False        # cw_release offered this cycle
@@ -65,6 +66,8 @@ class HintDriver(xc.Driver):
 
     def inputs(self):
         inp = super().inputs()
+        if self.loop is None:
+            return inp
         inp.update({"s_cw_ack__valid": 0, "s_cw_ack__payload": 0,
                     "cw_release": int(self.release)})
         loop = self.loop
@@ -80,6 +83,8 @@ class HintDriver(xc.Driver):
         return inp
 
     def observe(self, inp, out):
+        if self.loop is None:
+            return super().observe(inp, out)
         loop, lay = self.loop, self.lay
         host_setup = (self.cw_i < len(self.cw_setups) and inp.get("s_cw_setup__valid")
                       and out["s_cw_setup__ready"])
@@ -112,6 +117,8 @@ class HintDriver(xc.Driver):
 
     @property
     def sent_all(self):
+        if self.loop is None:
+            return super().sent_all
         return super().sent_all and not self.loop.queue and self.loop.flight is None
 
 
@@ -130,27 +137,30 @@ def hint_run(params=SMALL, *, n=4, length=12 * 1024, seed=3, p_idle=0.2, p_bp=0.
 
 
 def make_driver(model, params=SMALL, **run_kw):
-    """MR-TX-496: the run's driver with a fresh ``CwndControl``, for ``model``'s layouts."""
+    """MR-TX-496: the run's driver with a fresh ``CwndControl``, for ``model``'s layouts (none
+    when the model has the control path inside, MR-TX-513)."""
     items, lay, kw = hint_run(params, **run_kw)
-    ctl = CwndControl(params["conns"], params["paths"], **CW_CFG)
+    ctl = (None if getattr(model, "control", False)
+           else CwndControl(params["conns"], params["paths"], **CW_CFG))
     drv = HintDriver(model.lay, 64, items, lay, xc.templates(params["conns"], params["paths"]),
                      control=ctl, **kw)
     return drv, items
 
 
-def check_hint_run(drv, params=SMALL, unit_events=None):
+def check_hint_run(drv, params=SMALL, unit_events=None, loop=None):
     """MR-TX-496: after every event the windows took from the unit, with its answer, the
     connection's windows, W, debt, rate and hinted connection window equal ``CwndModel``'s
     (unsplit) on the same records (``unit_events``: with the unit's events as it gave them,
     ``TxCycleModel.unit_events``); returns the events compared."""
     cw = {"conns": params["conns"], "paths": params["paths"]}
-    items = drv.loop.items
+    loop = drv.loop if loop is None else loop       # MR-TX-513: the TX model's own
+    items = loop.items
     if unit_events is not None:
         # the reference on the unit's events as it gave them (the negative control's drop
         # is on the way to the windows)
         it = iter(unit_events)
         items = [(k, next(it) if k == "ack" else r) for k, r in items]
-    return cc.check_after(drv.loop.after, items, cc.unsplit_expected(cw, CW_CFG, items))
+    return cc.check_after(loop.after, items, cc.unsplit_expected(cw, CW_CFG, items))
 
 
 def random_driver(model, seed, n=30):
@@ -163,7 +173,8 @@ def random_driver(model, seed, n=30):
     from .tx_sched import TxSchedModel
     sem = TxSchedModel(**SCHED_SMALL)
     items, lay = xc.traffic(sem, n, seed=seed, max_len=4000)
-    ctl = CwndControl(SMALL["conns"], SMALL["paths"], **CW_CFG)
+    ctl = (None if getattr(model, "control", False)
+           else CwndControl(SMALL["conns"], SMALL["paths"], **CW_CFG))
     cc_in = {"cc_on": 1, "cc_beta_q": CW_CFG["beta_q"], "cc_cap": CW_CFG["cap"],
              "cc_line_mbps": CW_CFG["line_mbps"], "cc_base_rtt_ns": CW_CFG["base_rtt_ns"]}
     drv = HintDriver(model.lay, model.width, items, lay,

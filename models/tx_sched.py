@@ -862,7 +862,7 @@ OUTPUTS = ("s_wr__ready", "s_acked__ready", "s_resend__ready", "m_frame__payload
            "m_frame__valid", "m_sent__payload", "m_sent__valid", "m_cqe__payload", "m_cqe__valid",
            "s_fail__ready", "s_error__ready", "s_cwnd__ready", "s_rsp__ready",
            "m_rsp_done__payload", "m_rsp_done__valid", "s_probe__ready")
-#: MR-TXS-465: the initial-PSN port's names (the register scheduler's, not the rows')
+#: MR-TXS-465: the initial-PSN port's names (MR-TXS-481: the rows' too)
 PSN_INPUTS = ["s_psn__payload", "s_psn__valid"]
 PSN_OUTPUTS = ["s_psn__ready", "psn_ignored"]
 #: MR-TXS-183: the restore port's names (``restores``)

@@ -147,8 +147,17 @@ class Driver(CounterReadout):
 
     def __init__(self, lay, items, *, seed=0, p_idle=0.2, p_bp=0.3, loss=0.1, p_ack=0.3,
                  p_report_idle=0.2, ns_per_cycle=4, p_cwnd=0.0, cwnd_hi=50_000, rsps=(),
-                 p_probe=0.0, p_fail=0.0, cw_hold=False, late_acks=False):
+                 p_probe=0.0, p_fail=0.0, cw_hold=False, late_acks=False, init_psns=None,
+                 late_psn=False):
         self.lay = lay
+        # MR-TXS-465/481: {(conn, path): initial PSN} written on s_psn before anything else
+        # (each held until taken); with ``late_psn`` one more write per connection after that
+        # connection's first frame (it has started: ignored, MR-TXS-466/483)
+        self.init_psns = dict(init_psns or {})
+        self.psn_w = [{"conn": c, "path": p, "psn": v}
+                      for (c, p), v in sorted(self.init_psns.items())]
+        self.psn_i, self.late_psn, self._late_done = 0, bool(late_psn), set()
+        self.psn_port = bool(self.psn_w or self.late_psn)
         # MR-TXS-445/446: every other flush (the first too) times the paths out before it ACKs them, so that
         # records the receiver has are reported lost and then acknowledged late (flagged)
         self.late_acks, self.flushes = bool(late_acks), 0
@@ -190,13 +199,16 @@ class Driver(CounterReadout):
         self._readout_reset()
         self.rtx = RetransmitModel(lay.conns, lay.paths, 1 << 14)
         self.rx = defaultdict(lambda: [0, 0])              # (conn, path) -> receiver cum, sack
+        for key, v in self.init_psns.items():
+            self.rx[key], self.psn_seen[key] = [v, 0], v
         self.acked_q, self.resend_q = deque(), deque()
         self.offer = {"acked": None, "resend": None}
         self.silent = 0
         self.res = {"frames": [], "sent": [], "cqe": [], "taken": [], "reports": [], "cycles": 0,
                     "counters": None, "timeouts": 0, "lost": 0, "cwnd_writes": [],
                     "rsp_done": [], "probes": [], "probe_frames": 0, "unit_probes": 0,
-                    "verdicts": defaultdict(int), "late": 0}
+                    "verdicts": defaultdict(int), "late": 0,
+                    "init_psns": dict(self.init_psns), "psn_ignored": 0, "psn_waits": 0}
 
     @property
     def sent_all(self):
@@ -262,6 +274,13 @@ class Driver(CounterReadout):
                "m_rsp_done__ready": 1}
         if self._phase:
             return inp
+        if self.psn_port:
+            # MR-TXS-481: driven low when nothing is written (the simulators hold an input)
+            inp["s_psn__valid"] = int(self.psn_i < len(self.psn_w))
+            inp["s_psn__payload"] = (pack(self.lay.psn, self.psn_w[self.psn_i])
+                                     if inp["s_psn__valid"] else 0)
+            if inp["s_psn__valid"] and self.psn_i < len(self.init_psns):
+                return inp
         rr = self.rsp_rng
         if self.rsps:
             if self.rsp_offer is None and self.rsp_i < len(self.rsps) and rr.random() >= 0.7:
@@ -362,6 +381,11 @@ class Driver(CounterReadout):
         if self._readout_observe(out):
             return
         res, rng = self.res, self.rng
+        if self.psn_port:
+            if inp.get("s_psn__valid"):
+                self.psn_i += int(bool(out["s_psn__ready"]))
+                res["psn_waits"] += int(not out["s_psn__ready"])
+            res["psn_ignored"] += int(bool(out.get("psn_ignored")))
         if self.presenting is not None and out["s_wr__ready"]:
             self.presenting = None
             self.i += 1
@@ -387,6 +411,10 @@ class Driver(CounterReadout):
                 self._probe_frame(fr)
             else:
                 self.psn_seen[key] = P.psn_add(fr["bth_psn"], 1)
+            if self.late_psn and fr["conn"] not in self._late_done:
+                # MR-TXS-483: a write to a connection that has sent a frame (started)
+                self._late_done.add(fr["conn"])
+                self.psn_w.append({"conn": fr["conn"], "path": 0, "psn": 0x5A5A5A})
         if out["m_cqe__valid"] and inp["m_cqe__ready"]:
             res["cqe"].append(unpack(self.lay.cqe, out["m_cqe__payload"]))
         if self.rsp_offer is not None and out.get("s_rsp__ready"):
@@ -600,7 +628,8 @@ def check(sem, items, res, rsps=()):
     frames = check_probes(res)
     assert len(frames) == len(res["sent"]), "a sent event per frame request (none per probe)"
     n_rsp = check_responses(sem, rsps, res)
-    next_psn = defaultdict(int)
+    # MR-TXS-465/481: each path's PSNs from its initial PSN
+    next_psn = defaultdict(int, res.get("init_psns", {}))
     sent_chunks = defaultdict(list)
     lost = defaultdict(int)
     reports = iter(res["reports"])
@@ -704,7 +733,8 @@ def check_probes(res):
                         mrdh_flags=first[k3]["mrdh_flags"] | MrdhFlag.RETX, gen=gen)
             assert fr == want, f"the probe of {k3}: {fr}, want {want}"
             continue
-        assert psn == (P.psn_add(last[key], 1) if key in last else 0)
+        assert psn == (P.psn_add(last[key], 1) if key in last
+                       else res.get("init_psns", {}).get(key, 0))
         last[key] = psn
         first[(*key, psn)] = fr
         out.append(fr)

@@ -29,9 +29,10 @@ from . import records
 from .fifo import SyncFifoModel
 from .rx import pack, unpack
 from . import pacer as pacer_model
-from .tx_sched import (INPUTS, OUT_DEPTH, OUTPUTS, PATH_ACTIVE, RESTORE_INPUTS, RESTORE_OUTPUTS,
-                       SMALL, GEN_BITS, TxSchedModel, check_params, cqe_entry, cqe_outputs,
-                       is_atomic, is_read, layouts, restore_layout, rsp_item)
+from .tx_sched import (INPUTS, OUT_DEPTH, OUTPUTS, PATH_ACTIVE, PSN_INPUTS, PSN_OUTPUTS,
+                       RESTORE_INPUTS, RESTORE_OUTPUTS, SMALL, GEN_BITS, TxSchedModel,
+                       check_params, cqe_entry, cqe_outputs, is_atomic, is_read, layouts,
+                       restore_layout, rsp_item)
 
 __all__ = ["row_layouts", "RowLayouts", "pack_row", "unpack_row", "TxSchedRowsModel",
            "OP_KINDS", "PACE_KINDS", "FWD_DISTANCE", "PIPE_STAGES", "rows_restore_layout",
@@ -79,7 +80,9 @@ class RowLayouts:
         self.conn = data.StructLayout({
             "rr": _bits(paths), "srr": _bits(streams), "inflight": _BYTES,
             "unsent": _CHUNK + _SLOT + 1, "rhead": _bits(resend_depth),
-            "rcount": resend_depth.bit_length(), "inq": 1, "incq": 1, **pace})
+            "rcount": resend_depth.bit_length(), "inq": 1, "incq": 1,
+            # MR-TXS-482: a work request or READ response applied since reset
+            "started": 1, **pace})
         # MR-TXS-202: per stream, its ring's pointers and sequence numbers
         self.stream = data.StructLayout({"tail": ptr, "send": ptr, "done": ptr, "msg_next": 32,
                                          "send_seq": 32})
@@ -255,6 +258,10 @@ the TX model: ``resend_ready`` .. ``restore_outputs`` (MR-TXS-315).
 ``rd_rows``: ``m_rd``, the good READ or atomic on ``s_wr`` with its message number
 (MR-TXS-325..328; ``rd_held``/``rd_stale`` count the cycles one waited for ``m_rd.ready`` / for
 its number's read, each taken logged as an ``"rd"`` event).
+``s_psn`` (MR-TXS-481..485): a path's initial PSN, an operation of its own (kind ``"psn"``, the
+window write's place in the arbiter, before it), landing on its row while the row's ``started``
+bit is 0 (no work request or READ response of the connection applied before it), else ignored
+(``psn_ignored`` the cycle after its write-back).
 ``sched_hold`` (MR-TXS-470; False: the timing before, negative controls only): a schedule op
 is not taken while S1 holds an operation of its connection (``sched_waits`` counts the cycles
 in which the hold alone kept the schedule op from being taken). ``events`` logs every applied
@@ -266,7 +273,7 @@ sent, completion, now)``."""
                  lost_waits=False, last_active_kept=True, restores=False, restore_hold=True,
                  kept_out=True, rd_rows=False, pacing=False, pace_ignored=False,
                  pace_full_only=False, late_queue=True, retime_hold=True, sched_hold=True,
-                 **kw):
+                 psn_wrong=None, **kw):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         prm = dict(SMALL, conns=conns, streams=streams, paths=paths, depth=depth)
@@ -299,6 +306,10 @@ sent, completion, now)``."""
         # MR-TXS-470: no schedule op right behind an operation of its connection
         self.sched_hold = bool(sched_hold)
         self.sched_waits = 0
+        # MR-TXS-485 (negative controls only): "always", an initial PSN lands after its
+        # connection started; "dropped", it never lands
+        assert psn_wrong in (None, "always", "dropped")
+        self.psn_wrong = psn_wrong
         self.rl = row_layouts(conns, streams, paths, depth, prm["chunk_window"],
                               prm["resend_depth"], self.pacing)
         self.lay = layouts(conns, streams, paths, depth)
@@ -327,7 +338,8 @@ sent, completion, now)``."""
         self.active, self.done = deque(), deque()
         # MR-TXS-211: the ports' boundary registers
         self.b = {k: None for k in ("verdict", "cwnd", "fail", "acked", "lost", "wr", "turn",
-                                    "retime")}
+                                    "retime", "psn")}
+        self.psn_ign = 0                # MR-TXS-484: the write applied last edge was ignored
         self.blocked = {"wr": False, "lost": False}      # MR-TXS-217: refused, waiting
         self.in_flight = {"wr": False, "lost": False}
         self.frame_q = SyncFifoModel(OUT_DEPTH)
@@ -355,12 +367,14 @@ sent, completion, now)``."""
         self._msg_at = [self.rl.row["streams"].offset + s * self.rl.stream.size
                         + self.rl.stream["msg_next"].offset for s in range(streams)]
         self.events = []
-        self.counts = {k: 0 for k in OP_KINDS + PACE_KINDS}   # operations applied, per kind
+        # operations applied, per kind (MR-TXS-482: "psn", the initial PSNs' writes)
+        self.counts = {k: 0 for k in OP_KINDS + PACE_KINDS + ("psn",)}
         self.idle_sched = 0                              # MR-TXS-214: schedule ops that found nothing
         self.kept = 0                                    # MR-TXS-266: verdicts taken as reroutes
 
     def port_names(self):
-        ins, outs = list(INPUTS), list(OUTPUTS)
+        # MR-TXS-481: the initial-PSN port, as the register scheduler's
+        ins, outs = [*INPUTS, *PSN_INPUTS], [*OUTPUTS, *PSN_OUTPUTS]
         if self.rd_rows:
             ins, outs = ins + ["m_rd__ready"], outs + ["m_rd__payload", "m_rd__valid"]
         if self.restores:
@@ -403,7 +417,7 @@ sent, completion, now)``."""
         path rotation starts at ``c mod paths``)."""
         S, D, Pn, rl = self.streams, self.depth, self.paths, self.rl
         row = {"conn": {"rr": c % Pn, "srr": 0, "inflight": 0, "unsent": 0, "rhead": 0,
-                        "rcount": 0, "inq": 0, "incq": 0,
+                        "rcount": 0, "inq": 0, "incq": 0, "started": 0,
                         **({"pend": 0, "armed": 0, "paced": 0, "seen": 0, "inlq": 0}
                            if self.pacing else {})},
                "streams": [{"tail": 0, "send": 0, "done": 0, "msg_next": 0, "send_seq": 0}
@@ -550,14 +564,23 @@ sent, completion, now)``."""
         frame = sent = cqe = None
         popped = refused = False
         act = None
+        landed = False
         if kind == "wr":
             g = dict(f, conn=0)
             if not sem.wr_room(g):
                 refused = True
             else:
+                cr["started"] = 1                   # MR-TXS-482
                 cqe = sem.wr(g)
                 if cqe is not None:
                     cqe["conn"] = c
+        elif kind == "psn":
+            # MR-TXS-482/483: lands on a row that has started nothing (its connection has no
+            # work, so no decision has read the row's PSNs), else changes nothing
+            landed = {None: not cr["started"], "always": True,
+                      "dropped": False}[self.psn_wrong]
+            if landed:
+                sem.path[f["path"]]["next_psn"] = f["psn"]
         elif kind in ("acked", "lost"):
             g = dict(f, conn=0)
             if kind == "lost" and self.lost_waits and not sem.resend_room(g):
@@ -672,7 +695,8 @@ sent, completion, now)``."""
             cr["incq"], push_done = 1, True
         new = self._store(c, row, popped, now, refused)
         res = (act if kind == "sched" else (frame is not None) if kind == "probe"
-               else restored if kind in ("acked", "verdict") else cqe)
+               else restored if kind in ("acked", "verdict") else landed if kind == "psn"
+               else cqe)
         return new, frame, sent, cqe, push_active, push_done, refused, res
 
     def _time_write_in_flight(self, c):
@@ -715,6 +739,9 @@ sent, completion, now)``."""
                 return _Op(k, b[k]["conn"], b[k])
         if b["verdict"] is not None and b["verdict"].get("to"):
             return _Op("verdict", b["verdict"]["conn"], b["verdict"])
+        # MR-TXS-482: an initial PSN in the window write's place, before it
+        if b["psn"] is not None:
+            return _Op("psn", b["psn"]["conn"], b["psn"])
         if b["cwnd"] is not None:
             return _Op("cwnd", b["cwnd"]["conn"], b["cwnd"])
         if b["fail"] is not None:
@@ -805,6 +832,10 @@ sent, completion, now)``."""
         """MR-TX-316: ``s_cwnd.ready`` before the edge."""
         return int(self._free("cwnd", self._taken()))
 
+    def psn_ready(self):
+        """MR-TXS-481: ``s_psn.ready`` before the edge (its register free or taken)."""
+        return int(self._free("psn", self._taken()))
+
     def _probe_ready(self, taken):
         if not self._free("verdict", taken):
             return 0
@@ -858,6 +889,8 @@ sent, completion, now)``."""
                "s_acked__ready": int(free("acked")), "s_resend__ready": int(b["lost"] is None),
                "s_fail__ready": int(fail_free), "s_error__ready": int(fail_free),
                "s_cwnd__ready": int(free("cwnd")), "s_probe__ready": self._probe_ready(taken),
+               # MR-TXS-481/484
+               "s_psn__ready": int(free("psn")), "psn_ignored": self.psn_ign,
                "m_rsp_done__payload": done_pay, "m_rsp_done__valid": done_valid,
                "m_frame__payload": self.frame_q.head, "m_frame__valid": int(self.frame_q.level > 0),
                "m_sent__payload": self.sent_q.head, "m_sent__valid": int(self.sent_q.level > 0),
@@ -890,8 +923,11 @@ sent, completion, now)``."""
         self.pwait = int(bool(g("s_probe__valid", 0)) and not out["s_probe__ready"])
         x, r = self.pipe.edge(pick, lambda op, word: self._apply(op, word, g("now", 0)))
         rst_push = None
+        self.psn_ign = 0
         if x is not None:
             new, frame, sent, cqe, p_act, p_done, refused, res = r
+            # MR-TXS-484: an initial PSN ignored, said in the next cycle
+            self.psn_ign = int(x.kind == "psn" and not res)
             if x.kind in self.in_flight:
                 self.in_flight[x.kind] = False
                 if refused:
@@ -967,6 +1003,8 @@ sent, completion, now)``."""
             self.blocked["lost"] = False
         if out["s_cwnd__ready"] and g("s_cwnd__valid", 0):
             b["cwnd"] = unpack(lay.cwnd, g("s_cwnd__payload", 0))
+        if out["s_psn__ready"] and g("s_psn__valid", 0):
+            b["psn"] = unpack(lay.psn, g("s_psn__payload", 0))
         if fail_free and (g("s_fail__valid", 0) or g("s_error__valid", 0)):
             fl = unpack(lay.fail, g("s_fail__payload", 0)) if g("s_fail__valid", 0) else None
             er = unpack(lay.error, g("s_error__payload", 0)) if g("s_error__valid", 0) else None
@@ -1018,6 +1056,7 @@ def replay(model):
     rd = None               # MR-TXS-328: the READ taken on m_rd, not yet applied
     ask = None              # MR-TXS-341: the charge the last schedule op made, not yet logged
     held = set()            # MR-TXS-373: connections whose schedule op was held, write not seen
+    started = set()         # MR-TXS-482: connections with a work request or response applied
     for n, (kind, c, f, res, frame, sent, cqe, now) in enumerate(model.events):
         where = f"op {n} ({kind}, conn {c})"
         got = None
@@ -1055,6 +1094,12 @@ def replay(model):
                 rd = None
             got = ref.wr(f)
             assert got == cqe, f"{where}: completion {cqe}, the scheduler's {got}"
+            started.add(c)
+        elif kind == "psn":
+            # MR-TXS-482/483: landed exactly while no request of c was applied before it
+            assert bool(res) == (c not in started), f"{where}: landed {res}, started {c in started}"
+            if res:
+                ref.path[c * ref.paths + f["path"]]["next_psn"] = f["psn"]
         elif kind in ("acked", "lost"):
             if kind == "acked":
                 # MR-TXS-284: a restore exactly where the register scheduler restores a path

@@ -250,11 +250,13 @@ async def tx_hints(dut):
     MR-TX-496's checks (and MR-TX-150's checker on the random run). Only with ``TX_HINTS=1`` (the
     build of a hinted instance). ``TX_HINT_DROPPED=1`` (the negative control): the model with
     the unit's hint dropped (the RTL keeps it); the first mismatch is reported rather than
-    raised. Results to ``TX_OUT``."""
+    raised. Results to ``TX_OUT``. ``TX_CONTROL=1`` (MR-TX-513): the build and the model with the
+    control path inside (``Tx(hints=True, control=True)``), whose loop is the model's own."""
     from metaroce.models import tx_hint_cases as hc
     width = _width(dut)
     dropped = os.environ.get("TX_HINT_DROPPED", "0") == "1"
-    model, h = await _harness(dut, width, hints=True, hint_dropped=dropped)
+    inside = os.environ.get("TX_CONTROL", "0") == "1"
+    model, h = await _harness(dut, width, hints=True, hint_dropped=dropped, control=inside)
     # TX_HINTS_RUN "random": MR-TX-496's random run (seed TX_SEED), else the directed one
     rnd = os.environ.get("TX_HINTS_RUN", "directed") == "random"
     if rnd:
@@ -276,11 +278,16 @@ async def tx_hints(dut):
     if rnd:
         xc.check(sem, items, drv)
     cw, sched = model.cwnd.sem, model.sched.sem
+    loop = model.ctl.loop if inside else drv.loop
+    moves = ({k: v for k, v in model.ctl.moves.items() if k != "cycles"} if inside
+             else drv.control.moves)
     row = {"run": "random" if rnd else "directed", "mismatches": h.mismatches, "cycles": n,
            "work_requests": len(items),
-           "completions": len(drv.res["cqe"]), "equal": hc.check_hint_run(drv),
-           "equal_unit": hc.check_hint_run(drv, unit_events=model.unit_events),
-           "events": sum(1 for k, _ in drv.loop.items if k == "ack"), **drv.control.moves,
+           "completions": len(drv.res["cqe"]), "equal": hc.check_hint_run(drv, loop=loop),
+           "equal_unit": hc.check_hint_run(drv, unit_events=model.unit_events, loop=loop),
+           "events": sum(1 for k, _ in loop.items if k == "ack"), **moves,
+           # MR-TX-513: each answer's cycles, the update seen to the release
+           "answer_cycles": model.ctl.moves["cycles"] if inside else None,
            "windows": [p["cwnd"] for p in cw.path[0]],
            "sched_windows": [sched.path[p]["cwnd"] for p in range(SMALL["paths"])],
            "lockstep_cycles_per_s": round(n / wall) if wall else None}

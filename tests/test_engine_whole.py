@@ -349,7 +349,8 @@ def test_engine_model_loopback_reads():
     r = ce.check(drv, region, src)
     assert r["lost"] > 0 and r["reads"] == 3 and r["rsp_frames"] >= 6
     # MR-ENG-226: the executor's counters after them, at 0 (no atomics)
-    assert cl.counters["eng"] == list(m.rsp.ctr) + m.rx.atom.ctr == [3, 3, 0, 0, 0, 0, 0]
+    # MR-ENG-305: then the ignored initial-PSN writes, 0 (no table 9 row)
+    assert cl.counters["eng"] == list(m.rsp.ctr) + m.rx.atom.ctr + [m.psn.ctr] == [3, 3, 0, 0, 0, 0, 0, 0]
 
 
 def test_engine_model_read_response_check_fails_on_a_wrong_read():
@@ -742,7 +743,7 @@ def test_engine_model_loopback_atomics():
     r = ce.check_atomics(drv, plan)
     assert r["atomics"] == r["executions"] == m.rx.atom.executed == 16 and r["lost"] > 0
     got = cl.counters["eng"]
-    assert got == list(m.rsp.ctr) + m.rx.atom.ctr and got[3:6] == [16, 0, 0] and got[6] >= 16, got
+    assert got == list(m.rsp.ctr) + m.rx.atom.ctr + [m.psn.ctr] and got[3:6] == [16, 0, 0] and got[6] >= 16, got
     # MR-ENG-246: each atomic took a responder resource, freed by its response's record
     from test_engine_resources import drain_frees
     drain_frees(cl, m)

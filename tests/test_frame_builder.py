@@ -13,7 +13,7 @@ from amaranth.sim import Simulator
 
 from metaroce import blocks
 from metaroce.hdl import icrc as icrc_hw
-from metaroce.hdl.frame_builder import FrameBuilder, pack_header, unadvance_matrices
+from metaroce.hdl.frame_builder import E4, T0, FrameBuilder, icrc_start_mod4, pack_header, unadvance_matrices
 from metaroce.models import codec, wire
 from metaroce.models import frame_builder_cases as fc
 from metaroce.models.frame_builder import (DESC_FIELDS, FrameBuilderModel, builder_bytes, ck_stages, desc_of_frame,
@@ -134,6 +134,72 @@ def test_unadvance_matrices(width):
                 back ^= cols[i]
         assert back == icrc_hw.raw_crc(data)
     assert icrc_hw.raw_crc(b"") == 0 and zlib.crc32(b"") == 0
+
+
+def _unadv_u(frame, width):
+    """MR-TXF-067: ``u`` of a frame: the zero lanes after its ICRC region in its last fed beat
+    are T0 + 4u."""
+    t = -(len(frame) - wire.ICRC_LEN) % (width // 8)
+    assert t % 4 == T0
+    return t // 4
+
+
+def test_icrc_offset_mod4_every_frame():
+    """MR-TXF-066, MR-TXF-068: the ICRC's byte offset is E4 = 2 mod 4 in every frame the builder makes:
+    every class, every opcode of the header table and two outside it, payload lengths 0..4,096
+    (the model's frames, the codec's bytes); and the lockstep cases of ``test_rtl_lockstep``
+    meet every u at 64 and 512 bits (MR-TXF-067)."""
+    assert icrc_start_mod4() == E4 == 2 and T0 == 2
+    for width in (64, 512):
+        cases = fc.endpoint_ops_cases(width) + fc.opcode_cases(width) + fc.length_cases(width)
+        assert {(len(c.expected()) - wire.ICRC_LEN) % 4 for c in cases} == {E4}
+        assert {(c.desc["ipv6"], c.desc["vlan_en"]) for c in cases} == {(0, 0), (0, 1), (1, 0), (1, 1)}
+        lock = (fc.endpoint_ops_cases(width) + fc.opcode_cases(width)
+                + [c for c in fc.length_cases(width) if len(c.payload) <= 300 or width >= 256])
+        assert {_unadv_u(c.expected(), width) for c in lock} == set(range(width // 32))
+
+
+def _icrc_run(cls, width=512):
+    """MR-TXF-067: ``cls`` (the builder or a wrong form) in lockstep with the model at
+    ``width`` on one short case per value of u (IPv4 and IPv6, with and without VLAN, among
+    them), idle cycles and backpressure; every frame checked (the codec's bytes, a good ICRC)."""
+    by_u = {}
+    for c in fc.length_cases(width) + fc.opcode_cases(width):
+        u = _unadv_u(c.expected(), width)
+        if u not in by_u or len(c.payload) < len(by_u[u].payload):
+            by_u[u] = c
+    cases = [by_u[u] for u in sorted(by_u, reverse=True)]      # t = width/8 - 2 first
+    assert len(cases) == width // 32
+    drv = fc.Driver(width, cases, seed=11, p_idle=0.2, p_bp=0.3)
+    model = FrameBuilderModel(width)
+    core = run_amaranth(cls(width), model, drv, busy=model.busy)
+    fc.check(cases, drv.res, width)
+    return core
+
+
+#: MR-TXF-067's wrong forms: the map of one value of u (the last: t = width/8 - 2) the identity
+#: (the register not taken back there); the ICRC bytes placed as if E were 0 mod 4
+UNADV_WRONG = {
+    "one_u_not_taken_back": ("sel = [mats[T0 + 4 * x] for x in range(NB // 4)]",
+                             "sel = [mats[T0 + 4 * x] for x in range(NB // 4 - 1)] + [mats[0]]"),
+    "insertion_lanes": ("sel = (j - E4) % 4", "sel = j % 4"),
+}
+
+
+# slow (15 s each): test_rtl_lockstep meets every u too (test_icrc_offset_mod4_every_frame; [64] in
+# the default run, [512] slow)
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong", [None] + sorted(UNADV_WRONG))
+def test_rtl_icrc_every_u(wrong):
+    """MR-TXF-066..068: the builder's one-stage take-back at 512 bits, one frame per
+    value of u: 0 mismatches and every frame's ICRC good; each wrong form (one u's map, the
+    insertion's lanes) mismatches."""
+    if wrong is None:
+        assert _icrc_run(FrameBuilder).mismatches == 0
+    else:
+        cls = wrong_form("frame_builder", *UNADV_WRONG[wrong]).FrameBuilder
+        with pytest.raises((Mismatch, AssertionError)):
+            _icrc_run(cls)
 
 
 @pytest.mark.parametrize("width", [64, 128, 256, 512])

@@ -52,6 +52,20 @@ def test_sack_resolution():
     assert m.used == 0
 
 
+def test_first_packet_at_any_psn_starts_the_timer():
+    """MR-TX-503, MR-TX-052, MR-TX-471: a row's first packet starts its timer at any PSN (the
+    row's "no live record" as it was before the packet), so the packet's loss times out; at
+    PSN 0 as before. The form before (the test after moving the floor) left it off."""
+    for psn0 in (0, (1 << 24) - 3):
+        m = RetransmitModel(*SMALL)
+        _send(m, [psn0])
+        st = m.state(m.row(CONN, PATH))
+        assert (st["floor"], st["timer_on"], m.deadline(m.row(CONN, PATH)) is not None) == \
+            (psn0, 1, True)
+        out, _ = m.timeout(CONN, PATH)
+        assert [(d.kind, d.chunk) for d in out] == [("resend", 100 + psn0)]
+
+
 def test_bad_acks_and_naks_change_nothing():
     """MR-TX-024 (MR-ERR-010): an ACK covering a PSN never sent, an ACK for a path beyond the
     instance and a NAK are counted and resolve nothing."""

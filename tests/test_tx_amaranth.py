@@ -7,7 +7,7 @@ reference endpoint's frames, byte for byte (MR-TX-152)."""
 import pytest
 from amaranth.lib import wiring
 
-from metaroce.hdl.tx import Tx, TxData, TxJoin, tx_small
+from metaroce.hdl.tx import TMPL_BLOCK_ROWS, Tx, TxData, TxJoin, tx_small
 from metaroce.models import protocol as P
 from metaroce.models import tx_cases as xc
 from metaroce.models.tx import SMALL, TxCycleModel, TxDataCycleModel
@@ -166,7 +166,8 @@ def test_endpoint_bytes_psn_wrap():
     """MR-TX-475, MR-TX-469, MR-CONN-107: the endpoint built with every path's initial PSN 2
     below 2^24 (both directions) and the engine given the same initial PSNs on ``s_psn``: on
     writes, sends and READs the engine's frames (model; its RTL is the lockstep's) are the
-    endpoint's byte for byte, ICRC included, their PSNs running across the wrap."""
+    endpoint's byte for byte, ICRC included, their PSNs running across the wrap (the rows':
+    tests/test_tx_rows.py ``test_endpoint_chunks_with_rows``, MR-TX-501)."""
     from metaroce.models import codec
     want, got = _endpoint_run(64, 2, rtl=False, initial_psn=P.PSN_MOD - 2, streams=2, depth=4,
                               init_window_bdp=2.0, msgs=_READS)
@@ -175,22 +176,28 @@ def test_endpoint_bytes_psn_wrap():
     assert got == want
 
 
-def test_model_psn_wrap():
+@pytest.mark.parametrize("rows,seed", [(False, 1), pytest.param(True, 2, marks=pytest.mark.slow)])
+def test_model_psn_wrap(rows, seed):
     """MR-TX-475, MR-TX-476, MR-TX-470, MR-TX-473, MR-TXS-465, MR-TXS-466 (model; the RTL's equality is the Verilator
     lockstep's, MR-TX-475): every path's initial PSN 1..5 below 2^24 written on ``s_psn``, random
     traffic with 15 % loss: every work request completes, each path's PSNs run from its
     initial PSN across the wrap (the checker), frames and resends past the wrap on every path;
-    the write per connection after the first frame is ignored (``psn_ignored`` once each)."""
+    the write per connection after the first frame is ignored (``psn_ignored`` once each);
+    the register scheduler's ``s_psn`` never not ready (MR-TX-469, MR-TX-500). MR-TX-501: with
+    the row scheduler too (``rows``; seed 2: at seed 1 its paths take another order and one
+    does not reach the wrap)."""
     sem = sched_sem(SMALL)
-    items, lay = xc.traffic(sem, 40, seed=1, max_len=2500)
-    rsps = xc.responses(sem, 10, lay, seed=1, max_len=2500)
-    init = xc.near_wrap(SMALL["conns"], SMALL["paths"], 1)
-    drv = xc.run_model(TxCycleModel(64, **SMALL), items, lay, xc.templates(2, 4), seed=1,
-                       p_idle=0.2, p_bp=0.3, loss=0.15, rsps=rsps, init_psns=init, late_psn=True)
+    items, lay = xc.traffic(sem, 40, seed=seed, max_len=2500)
+    rsps = xc.responses(sem, 10, lay, seed=seed, max_len=2500)
+    init = xc.near_wrap(SMALL["conns"], SMALL["paths"], seed)
+    drv = xc.run_model(TxCycleModel(64, **SMALL, rows=rows), items, lay, xc.templates(2, 4),
+                       seed=seed, p_idle=0.2, p_bp=0.3, loss=0.15, rsps=rsps, init_psns=init,
+                       late_psn=True)
     s = xc.check(sem, items, drv, rsps)
     w = xc.wrap_summary(drv)
     assert s["retransmits"] and w["wrap_resends"] and w["wrap_paths"] == 2 * 4
     assert w["psn_ignored"] == SMALL["conns"]
+    assert drv.res.get("psn_waits", 0) == 0 or rows
 
 
 #: MR-TX-155: sends between writes on one stream, so a send's receive sequence is not its
@@ -455,64 +462,92 @@ class _RewriteDriver(xc.DataDriver):
         return inp
 
 
-def _rewrite_run(tx_mod=None, seed=3):
+def _rewrite_run(tx_mod=None, seed=None, conns=8):
     """The data path in lockstep (backpressure on ``m_axis``, no idle requests) with the
-    template rewritten under traffic (:class:`_RewriteDriver`); ``tx_mod`` a wrong form."""
+    template rewritten under traffic (:class:`_RewriteDriver`); ``tx_mod`` a wrong form;
+    ``conns`` 8 (the template's read not transparent, MR-TX-533) or 2 (transparent)."""
     from metaroce.models.dma_read_cases import Layout
-    model = TxDataCycleModel(64, **_DATA)
+    prm = dict(_DATA, conns=conns)
+    seed = {2: 3, 8: 5}[conns] if seed is None else seed      # 8: 2 holds (seeds 4..8: 0..2)
+    model = TxDataCycleModel(64, **prm)
     mem = Layout(8192)
     reqs = xc.data_requests(model.lay, 14, mem, seed=seed, max_len=120, atomics=0.2)
-    tmpls = xc.templates(2, 4)
-    other = [dict(t, conn=t["conn"] - 2) for t in xc.templates(4, 4)[2:]]
+    tmpls = xc.templates(conns, 4)
+    other = [dict(t, conn=t["conn"] - conns) for t in xc.templates(2 * conns, 4)[conns:]]
     drv = _RewriteDriver(model.lay, 64, reqs, mem, tmpls, seed=seed, p_idle=0.0, p_bp=0.5,
                          rows=tmpls + other)
-    data = (tx_mod.TxData if tx_mod else TxData)(64, **_DATA)
+    data = (tx_mod.TxData if tx_mod else TxData)(64, **prm)
     core = run_amaranth(data, model, drv, busy=model.busy)
     return core, drv, reqs
 
 
-def test_data_path_template_rewrites():
-    """MR-TX-463, MR-TX-465 (MR-TX-121: a write seen from the next cycle on): the join stage's
-    template read synchronously, at the row S1 holds next, under template writes in half the
-    cycles of the traffic and backpressure: 0 mismatches with the model (which reads the row
-    when S2 takes), every request framed."""
-    core, drv, reqs = _rewrite_run()
+# lut46: 2 connections (the transparent form, MR-TX-533) slow; 8 (not transparent) by default
+@pytest.mark.parametrize("conns", [pytest.param(2, marks=pytest.mark.slow), 8])
+def test_data_path_template_rewrites(conns):
+    """MR-TX-463, MR-TX-465 (MR-TX-121: a write seen from the next cycle on), MR-TX-530..533:
+    the join stage's template read synchronously, at the row S1 holds next, not transparent
+    (8 rows; 2: transparent), S2 held a cycle after a write to its row, under template writes
+    in half the cycles of the traffic and backpressure: 0 mismatches with the model (which
+    reads the row when S2 takes), every request framed, and the hold met."""
+    from metaroce.models.tx import TxJoinModel
+    held = [0]
+    move = TxJoinModel._move
+
+    def counted(self, cmd_ready, desc_ready):
+        free = (self.s1 is not None and (not self.cmd[0] or bool(cmd_ready))
+                and (not self.desc[0] or bool(desc_ready)))
+        held[0] += bool(free and self.wrote == self.s1["conn"])
+        return move(self, cmd_ready, desc_ready)
+    TxJoinModel._move = counted
+    try:
+        core, drv, reqs = _rewrite_run(conns=conns)
+    finally:
+        TxJoinModel._move = move
     assert core.mismatches == 0
     assert drv.writes >= 50 and len(drv.res["raw"]) == len(reqs)
+    assert held[0] >= 2, held
 
 
 def test_join_template_read_synchronous():
     """MR-TX-463, MR-TX-464: the join stage's template memory has one read port, synchronous
-    (what Yosys maps to block RAM), with no enable (its ``en`` undriven, 1) and transparent for
-    its one write port; MR-TX-467: the data path's frame builder is built ``ipv4_only``."""
+    (what Yosys maps to block RAM), with no enable (its ``en`` undriven, 1) and, MR-TX-530 and
+    MR-TX-533, transparent for its one write port below 8 rows (the small instance's 2) and not
+    from 8 rows on; MR-TX-467: the data path's frame builder is built
+    ``ipv4_only``."""
     from metaroce.models.tx import layouts
     lay = layouts(*(_DATA[k] for k in ("conns", "streams", "paths", "depth", "pool")))
     tmpl = TxJoin(lay, _DATA["outstanding"]).elaborate(None)._named_submodules["tmpl"][0]
     (rd,), (wr,) = tmpl.read_ports, tmpl.write_ports
-    assert rd.domain == "sync" and rd.transparent_for == (wr,) and rd.en.init == 1
+    assert rd.domain == "sync" and rd.transparent_for == (wr,) and rd.en.init == 1   # MR-TX-533
+    lay8 = layouts(8, *(_DATA[k] for k in ("streams", "paths", "depth", "pool")))
+    tmpl8 = TxJoin(lay8, _DATA["outstanding"]).elaborate(None)._named_submodules["tmpl"][0]
+    assert TMPL_BLOCK_ROWS == 8 and tmpl8.read_ports[0].transparent_for == ()
     fb = TxData(64, **_DATA).elaborate(None)._named_submodules["fb"][0]
     assert fb.ipv4_only
 
 
-#: MR-TX-465's wrong forms: the row read at S1's own request (a cycle late), the read not
-#: transparent to the write of its cycle (a write seen from the second cycle on)
+#: MR-TX-465's wrong forms: the row read at S1's own request (a cycle late); MR-TX-532's: no
+#: hold after a write to S1's row (a write seen from the second cycle on), the hold's compare
+#: against S1's own row (the row read a cycle late, not the one read this cycle)
 TEMPLATE_READ_WRONG = {
     "read_late": ("m.d.comb += rd.addr.eq(Mux(in_valid & s1_free, inp.conn, fr.conn))",
                   "m.d.comb += rd.addr.eq(fr.conn)"),
-    "not_transparent": ("rd = tmpl.read_port(transparent_for=(wr,))",
-                        "rd = tmpl.read_port(transparent_for=())"),
+    "no_hold": ("take = s1_valid & ~tmpl_stale & cmd_free", "take = s1_valid & cmd_free"),
+    "hold_on_s1_row": ("tmpl_stale.eq(wr.en & (wr.addr == rd.addr))",
+                       "tmpl_stale.eq(wr.en & (wr.addr == fr.conn))"),
 }
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("wrong", sorted(TEMPLATE_READ_WRONG))
 def test_data_path_template_read_wrong_forms_fail(wrong):
-    """MR-TX-465: each wrong form of the template's synchronous read, in place of the RTL,
-    fails the lockstep of ``test_data_path_template_rewrites``."""
+    """MR-TX-465, MR-TX-532: each wrong form of the template's synchronous read and of the hold
+    after a write, in place of the RTL, fails the lockstep of
+    ``test_data_path_template_rewrites``."""
     from metaroce.tb.lockstep import Mismatch, wrong_form
     mod = wrong_form("tx", *TEMPLATE_READ_WRONG[wrong])
     with pytest.raises(Mismatch):
-        _rewrite_run(mod)
+        _rewrite_run(mod, seed=3)         # 8 connections; seed 3 meets each wrong form
 
 
 def _old_join(model):

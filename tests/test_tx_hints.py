@@ -42,8 +42,9 @@ def test_options_layouts_and_ports():
         TxCycleModel(64, **SMALL, hint_dropped=True)
 
 
-def model_run(hint_dropped=False, **run_kw):
-    model = TxCycleModel(64, **SMALL, hints=True, hint_dropped=hint_dropped)
+def model_run(hint_dropped=False, control=False, **run_kw):
+    """The hinted TX's model alone on hint45's run; ``control``: its control path inside."""
+    model = TxCycleModel(64, **SMALL, hints=True, hint_dropped=hint_dropped, control=control)
     drv, items = hc.make_driver(model, **run_kw)
     run_alone(model, drv)
     assert len(drv.res["cqe"]) == len(items) and all(c["status"] == 0 for c in drv.res["cqe"])
@@ -197,3 +198,150 @@ def test_tx_hints_verilator_random():
     print(row)
     assert row["mismatches"] == 0 and row["completions"] == row["work_requests"] == 30
     assert row["equal"] == row["equal_unit"] == row["events"] > 25 and row["move"] >= 5
+
+# -- MR-TX-510..514: the control path inside the TX (Tx(hints=True, control=True))
+
+
+def control_block():
+    """MR-TX-513: the small instance with the control path inside, for its Verilator build
+    (not a registered block)."""
+    from metaroce import blocks
+    return blocks.Block(
+        name="tx_control", component="metaroce.hdl.tx:tx_control_small",
+        model="metaroce.models.tx:tx_model_control_small", tb="metaroce.tb.tx",
+        help="TX engine with the rate hints and their control path inside (hw-tx.md 2.32)",
+        widths=(64,))
+
+
+def test_control_options_and_ports():
+    """MR-TX-510/511: ``control`` needs ``hints`` (``control_wrong`` needs ``control``); with it
+    the control path's ports are gone, the band's configuration stays."""
+    from metaroce.hdl.tx import Tx
+    from metaroce.models.tx import CONTROL_INPUTS
+    m = TxCycleModel(64, **SMALL, hints=True, control=True)
+    d = TxCycleModel.port_names()
+    assert m.port_names() == {"inputs": d["inputs"] + CONTROL_INPUTS, "outputs": d["outputs"]}
+    with pytest.raises(ValueError):
+        TxCycleModel(64, **SMALL, control=True)
+    with pytest.raises(ValueError):
+        Tx(64, **SMALL, hints=True, control_wrong="round")
+    tx = Tx(64, **SMALL, hints=True, control=True)
+    for blk in (tx, tx.sched, tx.rtx, tx.data, tx.cwnd, tx.cw_ctl):
+        blk._MustUse__silence = True            # inspected, not elaborated
+    members = tx.signature.members
+    assert "s_cw_ack" not in members and "m_cw_upd" not in members
+    assert "cc_line_mbps" in members
+
+
+def check_control_windows(drv, model):
+    """MR-TX-513's checks: moves (one scaled) and a refill made by the TX's own control path;
+    after every event of the unit with its answer the windows are ``CwndModel``'s; the
+    scheduler's windows and the control path's shadows are the windows' at the end."""
+    ctl = model.ctl
+    mv = ctl.moves
+    assert mv["move"] >= 4 and mv["scaled"] >= 1 and mv["refill"] >= 1, mv
+    n = hc.check_hint_run(drv, loop=ctl.loop)
+    assert hc.check_hint_run(drv, unit_events=model.unit_events, loop=ctl.loop) == n
+    assert n == sum(1 for k, _ in ctl.loop.items if k == "ack") > 30
+    cw, sched = model.cwnd.sem, model.sched.sem
+    win = [p["cwnd"] for p in cw.path[0]]
+    assert [sched.path[p]["cwnd"] for p in range(SMALL["paths"])] == win
+    assert [q["cwnd"] for q in ctl.control.path[0]] == win
+    return n
+
+
+def test_control_inside_model():
+    """MR-TX-512/513 (model): MR-TX-496's run on the TX model with the control path inside:
+    every work request completes, the windows are ``CwndModel``'s after every event; MR-TX-515:
+    each answer's cycles (the update seen to the release) more than the band unit's and the
+    compute's (MR-CW-129)."""
+    from metaroce.models.cwnd import LAT_BAND
+    from metaroce.models.cwnd_control import move_cycles, refill_cycles
+    drv, model = model_run(control=True)
+    check_control_windows(drv, model)
+    for kind, n in model.ctl.moves["cycles"]:
+        least = (move_cycles(SMALL["paths"], False) if kind == "move"
+                 else refill_cycles(0, SMALL["paths"]))
+        assert n > 1 + LAT_BAND + least + SMALL["paths"], (kind, n)
+
+
+def tx_control_run(wrong=None):
+    """MR-TX-496's run on ``Tx(hints=True, control=True)`` (``control_wrong=wrong``) against the
+    model in the Amaranth simulator, with the windows' updates the scheduler takes inside the
+    RTL recorded beside (packed, in order)."""
+    from metaroce.hdl.tx import Tx
+    from metaroce.tb.lockstep import run_amaranth
+    model = TxCycleModel(64, **SMALL, hints=True, control=True)
+    drv, items = hc.make_driver(model)
+    dut = Tx(64, **SMALL, hints=True, control=True, control_wrong=wrong)
+    upd = dut.cwnd.m_update
+    seen = []
+
+    async def watch(ctx):
+        async for _, _, v, r, p in ctx.tick().sample(upd.valid, upd.ready, upd.payload.as_value()):
+            if v and r:
+                seen.append(p)
+    core = run_amaranth(dut, model, drv, busy=model.busy, background=[watch])
+    return core, drv, model, items, seen
+
+
+@pytest.mark.slow
+def test_tx_control_lockstep():
+    """MR-TX-513 on the RTL: ``Tx(hints=True, control=True)`` against its model in the Amaranth
+    simulator on MR-TX-496's run (idle cycles, backpressure on every output, AXI latency): 0
+    mismatches on every output every cycle, every work request completes, every update the RTL's
+    windows gave the scheduler the model's (the move writes' windows among them), then the
+    model's checks."""
+    core, drv, model, items, seen = tx_control_run()
+    assert core.mismatches == 0
+    assert seen == model.cw_updates and len(seen) > 40
+    check_control_windows(drv, model)
+
+
+@pytest.mark.slow
+def test_tx_control_round_caught_inside():
+    """MR-TX-514: the TX with the move's quotient rounded up (``control_wrong="round"``): the
+    ports match the model on MR-TX-496's run (a byte of a window changes no frame's timing),
+    the windows' updates inside differ from the model's at a scaled move's write."""
+    core, drv, model, items, seen = tx_control_run("round")
+    assert core.mismatches == 0
+    assert seen != model.cw_updates
+
+
+def control_verilator(env):
+    from metaroce.sim import verilator as vl
+    from metaroce.tb import build as tb_build
+    b = tb_build.build(control_block(), 64)
+    row = vl.run_one(b, "metaroce.tb.tx", "tx_hints", {"TX_HINTS": "1", "TX_CONTROL": "1", **env},
+                     out_var="TX_OUT")
+    print(row)
+    return row
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("run", ["directed", "random"])
+def test_tx_control_verilator(run):
+    """MR-TX-513 under Verilator (``tb/tx.py`` ``tx_hints`` with ``TX_CONTROL=1``): MR-TX-496's
+    directed and random runs on ``Tx(hints=True, control=True)``: 0 mismatches, every work
+    request completed, every event's windows ``CwndModel``'s, moves and a refill made."""
+    row = control_verilator({"TX_HINTS_RUN": run})
+    assert row["mismatches"] == 0 and row["completions"] == row["work_requests"]
+    assert row["equal"] == row["equal_unit"] == row["events"] > 25 and row["move"] >= 4
+    if run == "directed":
+        assert row["scaled"] >= 1 and row["refill"] >= 1
+        assert row["sched_windows"] == row["windows"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2])
+def test_control_inside_random_model(seed):
+    """MR-TX-513 (model, slow): MR-TX-496's random run with the control path inside: every work
+    request completes and the checker passes; after every event of the unit the windows of its
+    connection are ``CwndModel``'s; moves (scaled ones too) made."""
+    model = TxCycleModel(64, **SMALL, hints=True, control=True)
+    drv, items, sem = hc.random_driver(model, seed)
+    run_alone(model, drv)
+    xc.check(sem, items, drv)
+    mv = model.ctl.moves
+    assert mv["move"] >= 5 and mv["scaled"] >= 1, mv
+    assert hc.check_hint_run(drv, loop=model.ctl.loop) > 25

@@ -371,13 +371,18 @@ def test_cwnd_rtl_kept_restore(wrong):
 
 # -- MR-TX-326: the endpoint's frames, chunk for chunk
 
-def _endpoint_rows_run(seed, **kw):
+def _endpoint_rows_run(seed, initial_psn=None, **kw):
     """``test_tx_amaranth._endpoint_run`` with the rows (model): the endpoint's writes without
-    ACKs, the clock stopped, until both block."""
+    ACKs, the clock stopped, until both block. ``initial_psn`` (MR-TX-501): the endpoint's
+    every path's first PSN, written on ``s_psn`` for each path."""
+    if initial_psn is not None:
+        kw["initial_psn"] = initial_psn
     want, items, lay, image, tmpls, params = xc.endpoint_frames(seed, **kw)
     model = TxCycleModel(64, **dict(params, pool=256, outstanding=16), rows=True)
+    init = ({(kw.get("conn", 1), p): initial_psn for p in range(params["paths"])}
+            if initial_psn is not None else None)
     drv = xc.Driver(model.lay, 64, items, lay, tmpls, seed=seed, image=image, acks=False,
-                    ns_per_cycle=0, expect_frames=len(want))
+                    ns_per_cycle=0, expect_frames=len(want), init_psns=init)
     drv.quiet_cycles = 300
     while not drv.finished:
         inp = drv.inputs()
@@ -400,7 +405,10 @@ _MIXED = [(0, 1500, None, False), (0, 8, None, "cas"), (0, 2100, None, True),
 
 @pytest.mark.parametrize("seed,kw", [(1, dict(streams=2, depth=4, init_window_bdp=2.0)),
                                      (2, dict(streams=2, depth=4, init_window_bdp=2.0,
-                                              msgs=_MIXED))])
+                                              msgs=_MIXED)),
+                                     # MR-TX-501: every path from 2 below 2^24 (both ends)
+                                     (2, dict(streams=2, depth=4, init_window_bdp=2.0,
+                                              msgs=_MIXED, initial_psn=P.PSN_MOD - 2))])
 def test_endpoint_chunks_with_rows(seed, kw):
     """MR-TX-326: on the endpoint's messages without ACKs (MR-TX-152 (a)'s run), the engine
     with the rows (model) sends the endpoint's chunks: the same (stream, message, offset) set,
@@ -408,7 +416,8 @@ def test_endpoint_chunks_with_rows(seed, kw):
     length, RETH, MRSH, immediate, atomic header, payload) the endpoint's, every ICRC valid;
     per path the PSNs 0, 1, 2, .. in the order sent and the endpoint's UDP source port. The
     order across streams and the path each chunk takes may differ (MR-TXS-224: on both cases
-    the bytes in order are not the endpoint's)."""
+    the bytes in order are not the endpoint's). MR-TX-501: with ``initial_psn`` (the endpoint's
+    and the engine's ``s_psn`` writes) each path's PSNs run from it across the wrap."""
     from collections import defaultdict
     from metaroce.models import codec
     want, got = _endpoint_rows_run(seed, **kw)
@@ -423,4 +432,6 @@ def test_endpoint_chunks_with_rows(seed, kw):
     for f in g:
         psns[f.mrdh.path].append(f.bth.psn)
         assert f.udp.sport == sport.get(f.mrdh.path, f.udp.sport)
-    assert all(v == list(range(len(v))) for v in psns.values())
+    init = kw.get("initial_psn", 0)
+    assert all(v == [P.psn_add(init, k) for k in range(len(v))] for v in psns.values())
+    assert init == 0 or sum(v[-1] < init for v in psns.values()) >= 2        # across the wrap

@@ -85,16 +85,19 @@ def test_tx_rtl_interval_lockstep():
 
 
 @pytest.mark.slow
-def test_tx_rtl_lockstep_psn_wrap():
+@pytest.mark.parametrize("block,seed", [("tx", 1), ("tx_rows", 2)])
+def test_tx_rtl_lockstep_psn_wrap(block, seed):
     """MR-TX-475, MR-TX-476, MR-TX-469..472 under Verilator (tb/tx.py ``tx_lockstep`` with
     ``TX_INIT_PSN=wrap``): every path's initial PSN 1..5 below 2^24 written on ``s_psn``, random
     work requests and READ responses, 15 % loss, idle cycles and backpressure: 0 mismatches,
     every work request completed (the checker: each path's PSNs from its initial PSN), frames
     and resends past the wrap on all 8 paths, the write per connection after the first frame
-    ignored (``psn_ignored``, compared every cycle) twice."""
-    b = tb_build.build(blocks.get("tx"), 64)
-    env = {"TX_WRS": "40", "TX_RSPS": "10", "TX_SEED": "1", "TX_MAXLEN": "2500",
-           "TX_INIT_PSN": "wrap"}
+    ignored (``psn_ignored``, compared every cycle) twice. MR-TX-502: the block ``tx_rows``
+    (``Tx(rows=True)``, ``TX_ROWS=1``) likewise (seed 2: test_tx_amaranth's
+    ``test_model_psn_wrap[True-2]``)."""
+    b = tb_build.build(blocks.get(block), 64)
+    env = {"TX_WRS": "40", "TX_RSPS": "10", "TX_SEED": str(seed), "TX_MAXLEN": "2500",
+           "TX_INIT_PSN": "wrap", "TX_ROWS": "1" if block == "tx_rows" else "0"}
     row = vl.run_one(b, "metaroce.tb.tx", "tx_lockstep", env, out_var="TX_OUT")
     print(row)
     assert row["mismatches"] == 0 and row["completions"] == row["work_requests"]

@@ -176,18 +176,19 @@ def test_rows_stall_sweep():
 
 def test_row_widths():
     """MR-TXS-200..206, MR-TXS-233: the row's fields are bounded (a value that does not fit is refused) and
-    its width is the sum of the fields': 2,673 bits at 4,096 x 8 with MR-TXS-001's small shape
-    (2 streams x 4 messages, chunk window 16, resend FIFO 8); 2,172 with 4 paths; the
+    its width is the sum of the fields': 2,674 bits at 4,096 x 8 with MR-TXS-001's small shape
+    (2 streams x 4 messages, chunk window 16, resend FIFO 8); 2,173 with 4 paths; the
     descriptor 400. MR-TXS-256: the entry's lost-not-queued bits, ``chunk_window`` of them
     (140 + 16 = 156), 128 bits of the row at the small shape. MR-TXS-490 (live46): the laps'
-    8 bits (the ring pointers', the entries' and the paths' `tail_lap`: 2,519 -> 2,673)."""
+    8 bits (the ring pointers', the entries' and the paths' `tail_lap`: 2,520 -> 2,674);
+    MR-TXS-482: the connection's ``started`` bit."""
     rl = row_layouts(conns=4096, streams=2, paths=8, depth=4, chunk_window=16, resend_depth=8)
     sizes = {k: getattr(rl, k).size for k in ("conn", "stream", "entry", "path", "retx", "desc")}
-    assert sizes == {"conn": 61, "stream": 94, "entry": 156, "path": 123, "retx": 24,
+    assert sizes == {"conn": 62, "stream": 94, "entry": 156, "path": 123, "retx": 24,
                      "desc": 400}
     assert rl.entry["lnq"].shape == 16
-    assert rl.row.size == 61 + 2 * 94 + 8 * 156 + 8 * 123 + 8 * 24 == 2673
-    assert row_layouts(paths=4).row.size == 2172
+    assert rl.row.size == 62 + 2 * 94 + 8 * 156 + 8 * 123 + 8 * 24 == 2674
+    assert row_layouts(paths=4).row.size == 2173
     m = TxSchedRowsModel(64, **dict(SMALL, conns=4, paths=8))
     row = unpack_row(m.rl, m.mem[3])
     assert row["conn"]["rr"] == 3 and all(p["cwnd"] == SMALL["cwnd"] for p in row["paths"])
@@ -620,29 +621,87 @@ def test_rows_rtl_wrong_forms_fail(old, new, kw):
             rows_lockstep(dict(SMALL), 30, 1, hdl=hdl, **kw)
 
 
+def psn_case(prm, seed, below=(1, 6)):
+    """MR-TXS-485: the driver's initial-PSN writes: every path's a few packets below 2^24
+    (``tx_cases.near_wrap``, ``below`` packets), written first; then one write per connection
+    after its first frame (it has started: ignored)."""
+    from metaroce.models.tx_cases import near_wrap
+    return dict(init_psns=near_wrap(prm["conns"], prm["paths"], seed, below), late_psn=True)
+
+
+@pytest.mark.parametrize("prm,n,seed,below,kw", [
+    (dict(SMALL), 30, 1, (1, 6), {"p_cwnd": 0.1}),
+    pytest.param(dict(SMALL, conns=4, paths=8), 50, 4, (1, 3), {"p_cwnd": 0.05, "p_bp": 0.6},
+                 marks=pytest.mark.slow)])
+def test_rows_rtl_initial_psns(prm, n, seed, below, kw):
+    """MR-TXS-481..485: the row scheduler's RTL in lockstep with its model through the driver
+    with initial-PSN writes (every path's near 2^24, landed; one per connection after its first
+    frame, ignored), window writes, loss, idle cycles and backpressure: 0 mismatches; each
+    path's PSNs run from its initial PSN across the wrap (the checker); the replay finds every
+    write landed exactly when no request of its connection was applied before it; the late
+    writes ignored (``psn_ignored`` once each); every connection's frames past the wrap.
+    Negative controls: the model with a write landing after its connection started, or with
+    every write dropped, mismatches the RTL."""
+    from metaroce.hdl.tx_sched_rows import TxSchedRows
+    from metaroce.tb.lockstep import AmaranthSim, Mismatch
+    sem = TxSchedModel(**prm)
+    items = tc.traffic(sem, n, seed=seed)
+    sim = AmaranthSim(TxSchedRows(64, **prm))
+
+    def run(**model_kw):
+        model = TxSchedRowsModel(64, **prm, **model_kw)
+        drv = tc.Driver(model.lay, items, seed=seed, **psn_case(prm, seed, below), **kw)
+        return sim.run(model, drv, busy=model.busy), drv, model
+    core, drv, model = run()
+    assert core.mismatches == 0
+    tc.check(sem, items, drv.res)
+    replay(model)
+    C, Pn = prm["conns"], prm["paths"]
+    assert model.counts["psn"] == C * Pn + C and drv.res["psn_ignored"] == C
+    wrapped = {(f["conn"], f["mrdh_path"]) for f in drv.res["frames"] if f["bth_psn"] < 1024}
+    assert {c for c, _ in wrapped} == set(range(C)), wrapped
+    # negative controls on the same build: the model's write landing after its connection
+    # started, or dropped, mismatches the RTL
+    for wrong in ("always", "dropped"):
+        with pytest.raises(Mismatch):
+            run(psn_wrong=wrong)
+
+
+@pytest.mark.slow      # the default's controls: test_rows_rtl_initial_psns' model forms
+@pytest.mark.parametrize("old,new", [
+    # MR-TXS-483: a write lands after its connection started (the late writes move the PSNs)
+    ("with m.Elif(~r.conn.started):", "with m.Else():"),
+    # MR-TXS-482: the write dropped (the paths start at 0)
+    ("with m.Elif(~r.conn.started):", "with m.Elif(0):")])
+def test_rows_rtl_initial_psn_wrong_forms_fail(old, new):
+    """MR-TXS-485 (negative controls): each wrong form of the write's landing mismatches the
+    model on :func:`test_rows_rtl_initial_psns`' traffic."""
+    from metaroce.tb.lockstep import Mismatch, wrong_form
+    hdl = wrong_form("tx_sched_rows", old, new)
+    with pytest.raises(Mismatch):
+        rows_lockstep(dict(SMALL), 30, 1, hdl=hdl, **psn_case(SMALL, 1), p_cwnd=0.1)
+
+
 def test_rows_rtl_instances():
-    """MR-TXS-250, MR-TXS-255, MR-TXS-279, MR-TXS-284: the 4,096 x 8 instance is built (tail probes included) (row 2,673 bits, descriptor
+    """MR-TXS-250, MR-TXS-255, MR-TXS-279, MR-TXS-284: the 4,096 x 8 instance is built (tail probes included) (row 2,674 bits, descriptor
     word 8 records of 400 bits) with the ports of the register scheduler (MR-TXS-002: the same
-    names and layouts, without its optional ones and, MR-TXS-465, without its initial-PSN port),
+    names and layouts, without its optional ones; MR-TXS-481: its initial-PSN port too),
     and ``conns`` out of 2..4,096 or not a power of two is refused, as the model's."""
     from metaroce.hdl.tx_sched import TxSched
     from metaroce.hdl.tx_sched_rows import TxSchedRows
     dut = TxSchedRows(64, **dict(SMALL, conns=4096, paths=8), init_rows=False)
     reg = TxSched(64, **dict(SMALL, conns=256, paths=8))
     dut._MustUse__silence = reg._MustUse__silence = True      # built, not elaborated
-    assert dut.rl.row.size == 2673 and dut.rl.desc.size * 8 == 3200
-    psn_port = {"s_psn", "psn_ignored"}         # MR-TXS-465: the register scheduler's only
-    assert set(dut.signature.members) == set(reg.signature.members) - psn_port
+    assert dut.rl.row.size == 2674 and dut.rl.desc.size * 8 == 3200
+    assert set(dut.signature.members) == set(reg.signature.members)
     small, reg_small = TxSchedRows(64, **SMALL), TxSched(64, **SMALL)
     small._MustUse__silence = reg_small._MustUse__silence = True
-    assert dict(small.signature.members) == {k: v for k, v in reg_small.signature.members.items()
-                                             if k not in psn_port}
+    assert dict(small.signature.members) == dict(reg_small.signature.members)
     # MR-TXS-284: with restores, the register scheduler's m_restore too; MR-TXS-316/348: the
     # same record {conn, path, kept} in both
     rs, reg_rs = TxSchedRows(64, **SMALL, restores=True), TxSched(64, **SMALL, restores=True)
     rs._MustUse__silence = reg_rs._MustUse__silence = True
     a, b = dict(rs.signature.members), dict(reg_rs.signature.members)
-    b = {k: v for k, v in b.items() if k not in psn_port}
     ra, rb = (x.pop("m_restore").signature.members["payload"].shape for x in (a, b))
     assert a == b and ra == rb and [n for n, _ in ra] == ["conn", "path", "kept"]
     for conns in (1, 3, 8192):

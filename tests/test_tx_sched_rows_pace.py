@@ -60,19 +60,19 @@ def _short_run(seed, rows=True, **kw):
 
 def test_rows_pace_ports():
     """MR-TXS-337: with ``pacing`` the row model has ``TxSched(pacing=True)``'s pacing ports
-    (the register scheduler's cycle model's names), the row its pacing fields (36 bits: 2,555
-    at 4,096 x 8); without it neither."""
-    from metaroce.models.tx_sched import PSN_INPUTS, PSN_OUTPUTS, TxSchedCycleModel
+    (the register scheduler's cycle model's names), the row its pacing fields (36 bits: 2,556
+    at 4,096 x 8); without it neither. MR-TXS-481: the initial-PSN port in both."""
+    from metaroce.models.tx_sched import TxSchedCycleModel
     from metaroce.models.tx_sched_rows import TxSchedRowsModel, row_layouts
     for pacing in (False, True):
         rows = TxSchedRowsModel(64, **SMALL, pacing=pacing).port_names()
         reg = TxSchedCycleModel(64, **SMALL, pacing=pacing).port_names()
-        # MR-TXS-465: but the register scheduler's initial-PSN port
-        assert set(rows["inputs"]) == set(reg["inputs"]) - set(PSN_INPUTS)
-        assert set(rows["outputs"]) == set(reg["outputs"]) - set(PSN_OUTPUTS)
+        assert set(rows["inputs"]) == set(reg["inputs"])
+        assert set(rows["outputs"]) == set(reg["outputs"])
     big = dict(conns=4096, paths=8)
     assert row_layouts(**big, pacing=True).row.size - row_layouts(**big).row.size == 36
-    assert row_layouts(**big, pacing=True).row.size == 2555      # MR-TXS-462: 2,547 before
+    # MR-TXS-462: 2,547 before; MR-TXS-482: 2,555 before
+    assert row_layouts(**big, pacing=True).row.size == 2556
 
 
 @pytest.mark.parametrize("seed", [1, pytest.param(2, marks=pytest.mark.slow), pytest.param(3, marks=pytest.mark.slow)])
@@ -216,13 +216,14 @@ def test_rows_replay_checks_the_charge():
 
 # ---------------------------------------------------------------- the RTL (MR-TXS-344/345)
 
-def _rtl_lockstep(case, seed=1, n=6, hdl=None, **dut_kw):
+def _rtl_lockstep(case, seed=1, n=6, hdl=None, drv_kw=None, **dut_kw):
     """``PacedTxSched(rows=True)`` (``TxSchedRows(pacing=True)`` and ``PacerFrame``) in lockstep
     with ``PacedTxSchedCycleModel(rows=True)``, every output every cycle. ``case``: "short"
     (MR-TXS-178's traffic, connection 0 at 20 Gb/s, READ responses), "retime" (MR-TXS-167's
     writes, connection 0 at 100 Gb/s), "short5" (the short traffic, connection 0 at 5 Gb/s) or
     "alone" (test_rows_turn_timing's WRITE at 50 Gb/s).
-    ``hdl``: a wrong form's module."""
+    ``hdl``: a wrong form's module; ``drv_kw``: more of the driver's options (MR-TXS-485's
+    initial PSNs)."""
     from metaroce.hdl.tx_pace import PacedTxSched
     from metaroce.tb.lockstep import run_amaranth
     rsps = ()
@@ -232,11 +233,11 @@ def _rtl_lockstep(case, seed=1, n=6, hdl=None, **dut_kw):
                            sends=0.3, reads=0.15, atomics=0.15)
         rsps = tc.responses(TxSchedModel(**SMALL), 2, seed=seed, max_len=2 * SMALL["mtu"])
         # short5: connection 0 at 5 Gb/s (4 wire bytes are 6.4 ns of its gap)
-        drv = _driver(model, items, seed, rsps=rsps,
+        drv = _driver(model, items, seed, rsps=rsps, **(drv_kw or {}),
                       **dict(SHORT, rates=[5_000, 0]) if case == "short5" else SHORT)
     elif case == "retime":
         items = _items(seed, n)
-        drv = _driver(model, items, seed, **RETIME)
+        drv = _driver(model, items, seed, **(drv_kw or {}), **RETIME)
     else:
         items = [tc.wr_item(0, 0, 8 * SMALL["mtu"], wr_id=0, op=OP_WRITE)]
         drv = _driver(model, items, 0, rates=[50_000, 0], p_idle=0, p_bp=0, p_rate=0, loss=0,
@@ -264,6 +265,23 @@ def test_rows_rtl_paced(case, seed, n):
     assert r["early"] == [] and r["charges_in_order"] and r["charged"] >= 6
     assert r["forced"] == [] or case == "retime"
     assert model.sched.counts["wake"] >= 1 or case == "retime"
+
+
+@pytest.mark.slow      # 33 s and 110 s at load 4: the unpaced rows' lockstep is the default's
+@pytest.mark.parametrize("case, seed, n", [("short", 1, 6), ("retime", 2, 20)])
+def test_rows_rtl_paced_initial_psns(case, seed, n):
+    """MR-TXS-485, MR-TXS-342: the paced join with the rows (``PacedTxSched(rows=True)``: the
+    rows' ``s_psn`` passed through) against its model with the initial-PSN writes (every path's
+    near 2^24, landed; one per connection after its first frame, ignored): 0 mismatches, the
+    checker (each path's PSNs from its initial PSN), the replay, the late writes ignored."""
+    from test_tx_sched_rows import psn_case
+    core, model, drv, items, rsps = _rtl_lockstep(case, seed, n, drv_kw=psn_case(SMALL, seed))
+    assert core.mismatches == 0
+    tc.check(TxSchedModel(**SMALL), items, drv.res, rsps=rsps)
+    replay(model.sched)
+    C, Pn = SMALL["conns"], SMALL["paths"]
+    assert model.sched.counts["psn"] == C * Pn + drv.res["psn_ignored"]
+    assert drv.res["psn_ignored"] == len({f["conn"] for f in drv.res["frames"]}) >= 1
 
 
 @pytest.mark.parametrize("old, new, case", [
@@ -300,7 +318,7 @@ def test_rows_rtl_full_only_fails():
 def test_rows_rtl_pace_ports():
     """MR-TXS-337, MR-TXS-345: ``TxSchedRows(pacing=True)``'s pacing ports are ``TxSched(pacing=True)``'s
     (the layouts), none without ``pacing``; the join with the rows has the register join's
-    ports (MR-TXS-164) but its initial-PSN port (MR-TXS-465)."""
+    ports (MR-TXS-164; MR-TXS-481: the initial-PSN port too)."""
     from metaroce.hdl.tx_pace import PacedTxSched
     from metaroce.hdl.tx_sched import TxSched
     from metaroce.hdl.tx_sched_rows import TxSchedRows
@@ -314,9 +332,8 @@ def test_rows_rtl_pace_ports():
         else:
             assert rows[n].shape == reg[n].shape
         assert n not in TxSchedRows(64, **SMALL).signature.members
-    # MR-TXS-465: but the register scheduler's initial-PSN port
     assert set(PacedTxSched(64, **SMALL, rows=True).signature.members) == \
-        set(PacedTxSched(64, **SMALL).signature.members) - {"s_psn", "psn_ignored"}
+        set(PacedTxSched(64, **SMALL).signature.members)
 
 
 # ---------------------------------------------------------------- the TX top (MR-TXS-346)

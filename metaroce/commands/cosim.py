@@ -70,6 +70,10 @@ def add_arguments(p):
     p.add_argument("--writes", type=int, default=None, dest="n_writes",
                    help="with --peer rtl or endpoint: the work requests each side's bytes are cut "
                         "into (WRITEs, or READs with --verb read; WR i on stream i mod 2; default 6)")
+    p.add_argument("--init-psn", type=int, default=None, dest="init_psn", metavar="PSN",
+                   help="with --peer rtl or endpoint: every path's initial PSN, both directions "
+                        "(the engines' table 9 rows, MR-ENG-306; e.g. 16777208 crosses the 24-bit "
+                        "wrap; default 0)")
     p.add_argument("--mac", choices=("cut-through", "store-and-forward"), default="cut-through",
                    help="the engine's MAC streams a frame as it crosses the wire, both ways "
                         "(default), or store and forward (the earlier harness): a frame sent is "
@@ -161,6 +165,10 @@ def run(args):
         raise CliError("--writes cuts a whole engine's work requests: only with --peer rtl or endpoint")
     if args.n_writes is not None and not 1 <= args.n_writes <= 4096:
         raise CliError("--writes must be in 1..4096")
+    if args.init_psn is not None and not (peer or endpoint):
+        raise CliError("--init-psn sets a whole engine's initial PSNs: only with --peer rtl or endpoint")
+    if args.init_psn is not None and not 0 <= args.init_psn < 1 << 24:
+        raise CliError("--init-psn must be in 0..16777215")
     if args.back is not None and not 0 <= args.back <= (1 << 30):
         raise CliError("--back must be in 0..1073741824")
     whole = peer or endpoint                    # the whole engine: its TX half's MTU and connections
@@ -173,6 +181,7 @@ def run(args):
     cfg = cosim.Config(**{**over, **(cosim_tx.TX_CONFIG if tx else {}),
                           **({"n_conns": 1, "back": args.back, "verb": args.verb} if whole else {}),
                           **({"n_writes": args.n_writes} if args.n_writes is not None else {}),
+                          **({"init_psn": args.init_psn} if args.init_psn is not None else {}),
                           "mac_cut_through": args.mac == "cut-through",
                           "width": args.width,
                           "nbytes": args.nbytes, "loss": args.loss, "seed": args.seed,
