@@ -58,7 +58,8 @@ from ..models.pacer import WL_BITS as pacer_wl_bits
 from ..models.pacer import frame_layouts as pacer_layouts
 from ..models.tx_sched import restore_layout
 from ..models.tx_sched import (ATOMIC_LEN, GEN_BITS, OP_READ, OP_READ_RESP, OUT_DEPTH, SMALL, STATUS_LOC_LEN_ERR,
-                               STATUS_LOC_QP_OP_ERR, WIRE_HDR, check_params, layouts)
+                               STATUS_LOC_QP_OP_ERR, WIRE_HDR, check_params, late_cap_of,
+                               layouts)
 
 #: MR-TXS-027: a message's packets in flight (sent, not yet reported), per entry.
 OUT_BITS = 16
@@ -233,7 +234,8 @@ class TxSched(wiring.Component):
                  path_pkts=SMALL["path_pkts"], ack_every=SMALL["ack_every"],
                  resend_depth=SMALL["resend_depth"], carry_chain=None, rd_rows=False,
                  pacing=False, pace_ignored=False, restores=False,
-                 pace_full_only=False, kept_out=True, interval=1, cw_hold=True, mem_head=False):
+                 pace_full_only=False, kept_out=True, interval=1, cw_hold=True, mem_head=False,
+                 late_cap=None):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         # MR-TXS-413: the frame interval (MR-ENG-299); 1 builds none of MR-TXS-414..416
@@ -250,7 +252,8 @@ class TxSched(wiring.Component):
         if self.mem_head and self.interval == 1:
             raise ValueError("MR-TXS-419: mem_head needs an interval above 1")
         check_params(conns, streams, paths, depth, chunk_window, mtu, cwnd, conn_window,
-                     path_pkts, ack_every, resend_depth)
+                     path_pkts, ack_every, resend_depth, late_cap)
+        self.late_cap = late_cap_of(depth, late_cap)        # MR-TXS-495
         self.width = width
         self.carry_chain = carry_chain          # MR-TXS-038: None = the platform's
         self.conns, self.streams, self.paths, self.depth = conns, streams, paths, depth
@@ -450,6 +453,10 @@ class TxSched(wiring.Component):
         p_psn = Array(Signal(psn_w, name=f"psn{r}") for r in range(C * PA))
         p_infl = Array(Signal(bytes_w, name=f"pinfl{r}") for r in range(C * PA))
         p_pkts = Array(Signal(8, name=f"pkts{r}") for r in range(C * PA))
+        # MR-TXS-495/498: per path the connection's completions since its last acknowledged
+        # report not late, saturating at the cap (its late reports then count nothing)
+        QCAP = self.late_cap
+        p_quiet = [Signal(QCAP.bit_length(), name=f"quiet{r}") for r in range(C * PA)]
         p_since = Array(Signal(4, name=f"since{r}") for r in range(C * PA))
         p_room = Array(Signal(signed(bytes_w + 2), init=self.cwnd - mtu, name=f"proom{r}")
                        for r in range(C * PA))
@@ -1338,7 +1345,10 @@ class TxSched(wiring.Component):
 
         # -- the actions (one per cycle); each register written by its own index compare, the
         # arithmetic on its own value (no adder after a wide mux)
-        rep_act = _named(m, busy & rr_ok, "rep_act")
+        # MR-TXS-498: a late report of a path whose quiet count is at the cap is ignored as a
+        # report of a slot not live (MR-TXS-020), but for its path's evidence (rep_restore)
+        r_qfull = _named(m, Cat(*(q == QCAP for q in p_quiet)).bit_select(r_row, 1), "r_qfull")
+        rep_act = _named(m, busy & rr_ok & ~(rr_late & r_qfull), "rep_act")
         ack_act = _named(m, rep_act & ~rr_lost, "ack_act")
         # MR-TXS-491: a late report of the slot's present message acknowledges its chunk
         # (ack_act) and releases no flight (its packet left it with the timeout's lost report)
@@ -1503,6 +1513,12 @@ class TxSched(wiring.Component):
                 with m.If(cw_hot[row]):
                     m.d.sync += [p_cwm[row].eq(cw_d_cwm),
                                  p_room[row].eq(cw_room)]
+                # MR-TXS-498: a completion of the connection counts (saturating); an acknowledged
+                # report not late acted on zeroes (never in one cycle: one action a cycle)
+                with m.If(comp_act & (comp_conn == c) & (p_quiet[row] != QCAP)):
+                    m.d.sync += p_quiet[row].eq(p_quiet[row] + 1)
+                with m.If(rel_act & ~rr_lost & (r_row == row)):
+                    m.d.sync += p_quiet[row].eq(0)
                 with m.If(rel_act & (r_row == row)):
                     m.d.sync += [p_infl[row].eq(Mux(over, infl_next, 0)),
                                  p_room[row].eq(Mux(over, room_next, room_empty)),

@@ -321,7 +321,7 @@ class TxSchedRows(wiring.Component):
         # False, negative control only: S1's decision, MR-TXS-471, then misses that op's write)
         self.sched_hold = bool(sched_hold)
         self.rl = row_layouts(conns, streams, paths, depth, prm["chunk_window"],
-                              prm["resend_depth"], self.pacing)
+                              prm["resend_depth"], self.pacing, prm.get("late_cap"))
         self.lay = lay = layouts(conns, streams, paths, depth)
         # MR-TXS-284: with restores, the acknowledged reports' restores of probing paths on
         # m_restore {conn, path} (the TX top's windows, hw-tx.md MR-TX-256), TxSched's port
@@ -509,7 +509,9 @@ class TxSchedRows(wiring.Component):
             sched_wait = pipe.s1_valid & (pipe.s1_conn == active.head)
         # s_probe's one register holds a verdict (to) or a tail probe (MR-TXS-272)
         # MR-TXS-482: an initial PSN takes the window write's place, before it
-        can = [b_ver_v & b_ver.to, b_cwnd_v | b_psn_v, b_fail_v, b_ack_v & ack_ok, b_lost_v & ~lost_busy,
+        can = [b_ver_v & b_ver.to, b_cwnd_v | b_psn_v, b_fail_v, b_ack_v & ack_ok,
+               # MR-TXS-497: a lost report never before an acknowledged one that waits
+               b_lost_v & ~lost_busy & ~b_ack_v,
                done_q.nonempty & cq_room,
                b_wr_v & ~wr_busy & ~wr_blocked & ((w_status == 0) | cq_room),
                b_ver_v & ~b_ver.to & frame_room,
@@ -831,9 +833,12 @@ class TxSchedRows(wiring.Component):
         r_rel = Signal()
         # MR-TXS-491: a late report of the slot's present message (its lap the entry's,
         # MR-TXS-490) acknowledges its chunk (r_hit) and releases no flight (r_rel)
-        m.d.comb += [r_hit.eq(p_ok & r_live & (re.lap == a.lap) & (rp_chunk < re.next_chunk)),
-                     r_rel.eq(r_hit & ~a.late)]
         rps = path_at(rp_path)
+        # MR-TXS-499: not a late one while its path's quiet count is at the cap (MR-TXS-495)
+        QCAP = self.rl.late_cap
+        m.d.comb += [r_hit.eq(p_ok & r_live & (re.lap == a.lap) & (rp_chunk < re.next_chunk)
+                              & ~(a.late & (rps.quiet == QCAP))),
+                     r_rel.eq(r_hit & ~a.late)]
         # MR-TXS-284: an acknowledged report of a path of the instance not active restores it
         restore = Signal()
         m.d.comb += restore.eq(is_k[K_ACKED] & p_ok & (rps.state != PATH_ACTIVE))
@@ -863,6 +868,8 @@ class TxSchedRows(wiring.Component):
                     with m.If(r_rel):
                         m.d.comb += [np_.inflight.eq(less_nb(rps.inflight)),
                                      np_.pkts.eq(_sub0(rps.pkts, 1))]
+                        with m.If(is_k[K_ACKED]):
+                            m.d.comb += np_.quiet.eq(0)                     # MR-TXS-499
             with m.If(r_hit):
                 with m.If(~a.late):
                     m.d.comb += mid.conn.inflight.eq(less_nb(r.conn.inflight))
@@ -919,6 +926,10 @@ class TxSchedRows(wiring.Component):
             m.d.comb += u.eq(r.conn.unsent - (e.nchunks - e.next_chunk))
             cpl_u.append(u)
         with m.If(is_k[K_COMPLETE] & c_any):
+            # MR-TXS-499: every path of the connection counts the completion (saturating)
+            for p in range(Pn):
+                q_ = r.paths[p].quiet
+                m.d.comb += mid.paths[p].quiet.eq(Mux(q_ == QCAP, q_, q_ + 1))
             for s in range(S):
                 with m.If(c_s == s):
                     nst = mid.streams[s]

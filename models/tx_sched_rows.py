@@ -31,7 +31,8 @@ from .rx import pack, unpack
 from . import pacer as pacer_model
 from .tx_sched import (INPUTS, OUT_DEPTH, OUTPUTS, PATH_ACTIVE, PSN_INPUTS, PSN_OUTPUTS,
                        RESTORE_INPUTS, RESTORE_OUTPUTS, SMALL, GEN_BITS, TxSchedModel,
-                       check_params, cqe_entry, cqe_outputs, is_atomic, is_read, layouts,
+                       check_params, cqe_entry, cqe_outputs, is_atomic, is_read, late_cap_of,
+                       layouts,
                        restore_layout, rsp_item)
 
 __all__ = ["row_layouts", "RowLayouts", "pack_row", "unpack_row", "TxSchedRowsModel",
@@ -67,8 +68,10 @@ def _bits(n):
 class RowLayouts:
     """MR-TXS-201..205: the row scheduler's fixed-width records of one instance."""
 
-    def __init__(self, conns, streams, paths, depth, chunk_window, resend_depth, pacing=False):
+    def __init__(self, conns, streams, paths, depth, chunk_window, resend_depth, pacing=False,
+                 late_cap=None):
         self.conns, self.streams, self.paths, self.depth = conns, streams, paths, depth
+        self.late_cap = late_cap_of(depth, late_cap)
         self.resend_depth = resend_depth
         # ring positions mod 2^LAP_BITS x depth (MR-TXS-490)
         ptr = ((1 << records.LAP_BITS) * depth - 1).bit_length()
@@ -99,7 +102,10 @@ class RowLayouts:
             "next_psn": 24, "inflight": _BYTES, "pkts": (P.SEND_WINDOW - 1).bit_length(),
             "since_req": 4, "cwnd": _BYTES, "state": 2, "col": 1, "gen": GEN_BITS,
             "tail_ok": 1, "tail_slot": _SLOT, "tail_chunk": _CHUNK,
-            "tail_lap": records.LAP_BITS})
+            "tail_lap": records.LAP_BITS,
+            # MR-TXS-495: the connection's completions since the path's last acknowledged
+            # report not late, saturating at the cap
+            "quiet": self.late_cap.bit_length()})
         # MR-TXS-201: the resend FIFO's entries (message slot, chunk); MR-TXS-460: stale once
         # the message completed
         self.retx = data.StructLayout({"slot": _SLOT, "chunk": _CHUNK, "stale": 1})
@@ -124,9 +130,10 @@ def rows_restore_layout(conns=SMALL["conns"], paths=SMALL["paths"]):
 
 def row_layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"],
                 depth=SMALL["depth"], chunk_window=SMALL["chunk_window"],
-                resend_depth=SMALL["resend_depth"], pacing=False):
+                resend_depth=SMALL["resend_depth"], pacing=False, late_cap=None):
     """MR-TXS-200..205: the records of an instance (MR-TXS-337: ``pacing``'s fields)."""
-    return RowLayouts(conns, streams, paths, depth, chunk_window, resend_depth, pacing)
+    return RowLayouts(conns, streams, paths, depth, chunk_window, resend_depth, pacing,
+                      late_cap)
 
 
 def late_layout(conns):
@@ -311,7 +318,7 @@ sent, completion, now)``."""
         assert psn_wrong in (None, "always", "dropped")
         self.psn_wrong = psn_wrong
         self.rl = row_layouts(conns, streams, paths, depth, prm["chunk_window"],
-                              prm["resend_depth"], self.pacing)
+                              prm["resend_depth"], self.pacing, prm.get("late_cap"))
         self.lay = layouts(conns, streams, paths, depth)
         # one connection's semantics (TxSchedModel), loaded from and stored to a row per op
         self.last_active_kept = bool(last_active_kept)
@@ -425,7 +432,8 @@ sent, completion, now)``."""
                "entries": [_unpack(rl.entry, 0) for _ in range(S * D)],
                "paths": [{"next_psn": 0, "inflight": 0, "pkts": 0, "since_req": 0,
                           "cwnd": self.prm["cwnd"], "state": 0, "col": 0, "gen": 0, "tail_ok": 0,
-                          "tail_slot": 0, "tail_chunk": 0, "tail_lap": 0} for _ in range(Pn)],
+                          "tail_slot": 0, "tail_chunk": 0, "tail_lap": 0, "quiet": 0}
+                         for _ in range(Pn)],
                "retx": [{"slot": 0, "chunk": 0, "stale": 0}
                         for _ in range(self.prm["resend_depth"])]}
         return pack_row(rl, row)
@@ -470,7 +478,7 @@ sent, completion, now)``."""
             tail = ((e, pr["tail_slot"], pr["tail_chunk"])
                     if pr["tail_ok"] and e is not None and e["lap"] == pr["tail_lap"] else None)
             sem.path[p] = {k: pr[k] for k in ("next_psn", "inflight", "pkts", "since_req",
-                                              "cwnd", "state", "col", "gen")}
+                                              "cwnd", "state", "col", "gen", "quiet")}
             sem.path[p].update(tail=tail, rst=0)
         return row
 
@@ -512,7 +520,7 @@ sent, completion, now)``."""
             ps = sem.path[p]
             t = ps["tail"]
             pr = {k: ps[k] for k in ("next_psn", "inflight", "pkts", "since_req", "cwnd",
-                                     "state", "col", "gen")}
+                                     "state", "col", "gen", "quiet")}
             if t is None:
                 pr.update(tail_ok=0, tail_slot=0, tail_chunk=0, tail_lap=0)
             else:
@@ -749,7 +757,10 @@ sent, completion, now)``."""
             return _Op("fail", (fl or er)["conn"], b["fail"])
         if b["acked"] is not None and self._ack_ok():
             return _Op("acked", b["acked"]["conn"], b["acked"])
-        if b["lost"] is not None and not self.in_flight["lost"] and not self.blocked["lost"]:
+        # MR-TXS-497: a lost report never before an acknowledged one that waits (restores),
+        # so the reports reach the row in the unit's order across its two queues
+        if (b["lost"] is not None and b["acked"] is None and not self.in_flight["lost"]
+                and not self.blocked["lost"]):
             return _Op("lost", b["lost"]["conn"], b["lost"])
         if self.done and self._cqe_room():
             return _Op("complete", self.done[0], None)

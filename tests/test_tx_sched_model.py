@@ -292,11 +292,11 @@ def test_late_report_of_a_reused_slot_ignored():
     assert sem.complete(sem.completion())["wr_id"] == depth
 
 
-def _unit_and_scheduler(conns=SMALL["conns"], paths=SMALL["paths"], late=True):
+def _unit_and_scheduler(conns=SMALL["conns"], paths=SMALL["paths"], late=True, **sem_kw):
     """The scheduler's semantics fed by the retransmit unit's (MR-TX-020..023, MR-TX-063;
     MR-TXS-445's late flag, cleared with ``late`` False: the unit before stl43): each packet
     the scheduler sends is recorded by the unit, the unit's reports go to the scheduler."""
-    sem = TxSchedModel(**dict(SMALL, cwnd=1 << 20, conn_window=1 << 20))
+    sem = TxSchedModel(**dict(SMALL, cwnd=1 << 20, conn_window=1 << 20, **sem_kw))
     rtx = RetransmitModel(conns, paths, 64)
 
     def send():
@@ -392,7 +392,10 @@ def test_timed_out_record_acknowledged_late_leaks_no_flight(form):
 def test_lap_widths():
     """MR-TX-520, MR-TXS-490: the lap is ``records.LAP_BITS`` (8) bits in every carrier: the
     unit's sent packet, record and reports, the scheduler's frame request and failure, the row
-    scheduler's entry and path; the ring positions count modulo 2^8 x depth."""
+    scheduler's entry and path; the ring positions count modulo 2^8 x depth. MR-TX-506,
+    MR-TXS-499 (live47): the unit's record and reports as live46 made them (the late reports'
+    guard is the scheduler's count, no unit field); the row's path has the 10-bit quiet count
+    (the cap 1,021 at depth 4)."""
     from metaroce.models import retransmit
     from metaroce.models.tx_sched import layouts
     from metaroce.models.tx_sched_rows import row_layouts
@@ -407,6 +410,7 @@ def test_lap_widths():
     assert rl.stream["tail"].width == (depth - 1).bit_length() + records.LAP_BITS
     sem = TxSchedModel(**SMALL)
     assert sem.ring_mod == 256 * depth
+    assert sem.late_cap == 256 * depth - depth + 1 == 1021 and rl.path["quiet"].width == 10
 
 
 @pytest.mark.parametrize("resent", [False, True])
@@ -1291,3 +1295,83 @@ def test_last_active_path_rerouted_not_probing(verdict):
         sem.path[0]["state"] = PATH_ACTIVE      # an ACK restored path 0 (MR-TXS-116)
         sem.path_event({"conn": 0, "path": 3, "verdict": verdict})
         assert sem.path[3]["state"] == PATH_PROBING
+
+
+@pytest.mark.parametrize("form", ["guard", "live46"])
+def test_late_report_after_a_full_ring_of_laps_counts_nothing(form):
+    """MR-TXS-486, MR-TXS-495/496 (live47; issue 12: MR-TXS-493's limitation): message 0's
+    packet A (path a) times out and is reported lost, its resend is acknowledged and message 0
+    completes; path a's ACKs stop (its window 0: nothing else is sent on it), A waits in its
+    lost prefix while the stream takes 2^LAP_BITS x depth messages, the last, C, having A's slot
+    and lap (MR-TXS-490's identity wrapped); C is sent on another path. Then A's ACK comes,
+    reported late: path a's quiet count (the connection's completions since its last
+    acknowledged report not late) is at the cap, so the report changes nothing but its path's
+    evidence; C times out, is resent and completes on its own packet's ACK. Negative control
+    (``live46``: ``late_guard`` False, the rule without the count): A's report counts C's chunk,
+    and on C's timeout C completes with success, its one packet never acknowledged."""
+    sem, rtx, send, feed, ack = _unit_and_scheduler(late_guard=form == "guard")
+    n = sem.ring_mod
+    sem.wr(tc.wr_item(0, 0, 100, wr_id=0))
+    a = send()
+    timed_out, error = rtx.timeout(0, a["path"])
+    assert not error
+    feed(timed_out)
+    sem.set_cwnd(0, a["path"], 0)
+    ack(send())
+    assert sem.complete(sem.completion())["wr_id"] == 0
+    for k in range(1, n + 1):
+        sem.wr(tc.wr_item(0, 0, 100, wr_id=k))
+        c = send()
+        if k < n:
+            ack(c)
+            assert sem.complete(sem.completion())["wr_id"] == k
+    assert (c["slot"], c["lap"]) == (a["slot"], a["lap"]) and c["path"] != a["path"]
+    assert sem.path[a["path"]]["quiet"] == sem.late_cap == n - SMALL["depth"] + 1
+    e = sem.entry_of(0, c["slot"], c["lap"])
+    late = rtx.ack(rc_ack(a["conn"], a["path"], P.psn_add(a["psn"], 1), 0, psn=a["psn"])[1])
+    assert [(d.kind, d.late, d.slot, d.lap) for d in late] == [("acked", 1, c["slot"], c["lap"])]
+    feed(late)
+    assert sem.path[a["path"]]["state"] == PATH_ACTIVE          # its path's evidence either way
+    assert sem.chunk_acked(e, 0) == (form == "live46")
+    lost_c, _ = rtx.timeout(0, c["path"])
+    feed(lost_c)                                    # C's flight leaves; nothing of it in flight
+    if form == "live46":
+        # the wrong form: C completes with success on A's acknowledgement
+        assert sem.complete(sem.completion()) == {**sem.cqe_of(e, 0)} and e["wr_id"] == n
+        return
+    assert sem.completion() is None
+    c2 = send()
+    assert (c2["slot"], c2["lap"], c2["chunk"]) == (c["slot"], c["lap"], 0)
+    ack(c2)
+    assert sem.complete(sem.completion())["wr_id"] == n
+    assert sem.path[c2["path"]]["quiet"] == 1 and sem.path[a["path"]]["quiet"] == sem.late_cap
+
+
+@pytest.mark.parametrize("completions", [2, 3])
+def test_late_report_counts_below_the_quiet_cap(completions):
+    """MR-TXS-487, MR-TXS-495 (the bound's edge, ``late_cap`` 3: a smaller cap is as safe):
+    message 0 (stream 0) has its packet A time out on path a; the connection completes
+    ``completions`` messages of stream 1 (so path a's quiet count is that many: path a has no
+    acknowledged report not late since); A's late report then names message 0, still live.
+    Below the cap (2) it counts its chunk; at the cap (3) it counts nothing (the count cannot
+    tell the present message from one 2^LAP_BITS x depth later: a late chunk given up, never a
+    wrong one), and message 0 completes on its resend's ACK either way."""
+    sem, rtx, send, feed, ack = _unit_and_scheduler(late_cap=3)
+    sem.wr(tc.wr_item(0, 0, 100, wr_id=0))
+    a = send()
+    feed(rtx.timeout(0, a["path"])[0])
+    sem.set_cwnd(0, a["path"], 0)
+    e = sem.entry_of(0, a["slot"], a["lap"])
+    resend = send()                                 # A's chunk, resent on another path
+    assert resend["slot"] == a["slot"] and resend["path"] != a["path"]
+    sem.set_cwnd(0, resend["path"], 0)              # no other ACK of its path before its own
+    for k in range(completions):
+        sem.wr(tc.wr_item(0, 1, 100, wr_id=10 + k))
+        ack(send())
+        assert sem.complete(sem.completion())["wr_id"] == 10 + k
+    assert sem.path[a["path"]]["quiet"] == completions
+    feed(rtx.ack(rc_ack(a["conn"], a["path"], P.psn_add(a["psn"], 1), 0, psn=a["psn"])[1]))
+    assert sem.chunk_acked(e, 0) == (completions < 3)
+    assert sem.completion() is None                 # the resend still in flight (MR-TXS-492)
+    ack(resend)
+    assert sem.complete(sem.completion())["wr_id"] == 0

@@ -496,7 +496,8 @@ def test_rows_rtl_lockstep(prm, n, seed, kw):
 
 
 #: MR-TXS-449: lossy traffic with late ACKs (the driver's ``late_acks``) and the timeouts' verdicts
-_LATE_CASE = (dict(SMALL), 30, 2, {"late_acks": True, "loss": 0.5, "p_cwnd": 0.05, "cwnd_hi": 8000})
+#: MR-TXS-488: a quiet cap of 2 (MR-TXS-495), so that late reports are counted and refused
+_LATE_CASE = (dict(SMALL, late_cap=2), 30, 2, {"late_acks": True, "loss": 0.5, "p_cwnd": 0.05, "cwnd_hi": 8000})
 
 
 def test_rows_rtl_late_reports():
@@ -512,13 +513,17 @@ def test_rows_rtl_late_reports():
     assert drv.res["late"] >= 3 and sum(drv.res["verdicts"].values()) >= 3, \
         (drv.res["late"], dict(drv.res["verdicts"]))
     assert model.counts["sched"] >= n and model.counts["acked"] and model.counts["complete"]
+    assert model.sem.late_refused > 0, "MR-TXS-499: some late report refused at the cap"
 
 
 #: MR-TXS-491's wrong forms of the row RTL: the late report's flight released (MR-TXS-446's
 #: wrong form), the late report ignored (the rule before live46)
 ROWS_LATE_WRONG = {
     "releases_flight": ("r_rel.eq(r_hit & ~a.late)", "r_rel.eq(r_hit)"),
-    "ignored": ("(rp_chunk < re.next_chunk)),", "(rp_chunk < re.next_chunk) & ~a.late),"),
+    "ignored": ("& ~(a.late & (rps.quiet == QCAP))),", "& ~a.late),"),
+    # MR-TXS-499: live46's rule, no quiet count; the count never zeroed
+    "unguarded": ("& ~(a.late & (rps.quiet == QCAP))),", "),"),
+    "never_reset": ("m.d.comb += np_.quiet.eq(0)", "pass"),
 }
 
 
