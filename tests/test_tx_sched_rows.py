@@ -176,19 +176,20 @@ def test_rows_stall_sweep():
 
 def test_row_widths():
     """MR-TXS-200..206, MR-TXS-233: the row's fields are bounded (a value that does not fit is refused) and
-    its width is the sum of the fields': 2,674 bits at 4,096 x 8 with MR-TXS-001's small shape
-    (2 streams x 4 messages, chunk window 16, resend FIFO 8); 2,173 with 4 paths; the
+    its width is the sum of the fields': 2,754 bits at 4,096 x 8 with MR-TXS-001's small shape
+    (2 streams x 4 messages, chunk window 16, resend FIFO 8); 2,213 with 4 paths; the
     descriptor 400. MR-TXS-256: the entry's lost-not-queued bits, ``chunk_window`` of them
     (140 + 16 = 156), 128 bits of the row at the small shape. MR-TXS-490 (live46): the laps'
     8 bits (the ring pointers', the entries' and the paths' `tail_lap`: 2,520 -> 2,674);
-    MR-TXS-482: the connection's ``started`` bit."""
+    MR-TXS-482: the connection's ``started`` bit. MR-TXS-499 (live47): the path's 10-bit quiet
+    count (2,674 -> 2,754)."""
     rl = row_layouts(conns=4096, streams=2, paths=8, depth=4, chunk_window=16, resend_depth=8)
     sizes = {k: getattr(rl, k).size for k in ("conn", "stream", "entry", "path", "retx", "desc")}
-    assert sizes == {"conn": 62, "stream": 94, "entry": 156, "path": 123, "retx": 24,
+    assert sizes == {"conn": 62, "stream": 94, "entry": 156, "path": 133, "retx": 24,
                      "desc": 400}
     assert rl.entry["lnq"].shape == 16
-    assert rl.row.size == 62 + 2 * 94 + 8 * 156 + 8 * 123 + 8 * 24 == 2674
-    assert row_layouts(paths=4).row.size == 2173
+    assert rl.row.size == 62 + 2 * 94 + 8 * 156 + 8 * 133 + 8 * 24 == 2754
+    assert row_layouts(paths=4).row.size == 2213
     m = TxSchedRowsModel(64, **dict(SMALL, conns=4, paths=8))
     row = unpack_row(m.rl, m.mem[3])
     assert row["conn"]["rr"] == 3 and all(p["cwnd"] == SMALL["cwnd"] for p in row["paths"])
@@ -688,7 +689,7 @@ def test_rows_rtl_initial_psn_wrong_forms_fail(old, new):
 
 
 def test_rows_rtl_instances():
-    """MR-TXS-250, MR-TXS-255, MR-TXS-279, MR-TXS-284: the 4,096 x 8 instance is built (tail probes included) (row 2,674 bits, descriptor
+    """MR-TXS-250, MR-TXS-255, MR-TXS-279, MR-TXS-284: the 4,096 x 8 instance is built (tail probes included) (row 2,754 bits, descriptor
     word 8 records of 400 bits) with the ports of the register scheduler (MR-TXS-002: the same
     names and layouts, without its optional ones; MR-TXS-481: its initial-PSN port too),
     and ``conns`` out of 2..4,096 or not a power of two is refused, as the model's."""
@@ -697,7 +698,7 @@ def test_rows_rtl_instances():
     dut = TxSchedRows(64, **dict(SMALL, conns=4096, paths=8), init_rows=False)
     reg = TxSched(64, **dict(SMALL, conns=256, paths=8))
     dut._MustUse__silence = reg._MustUse__silence = True      # built, not elaborated
-    assert dut.rl.row.size == 2674 and dut.rl.desc.size * 8 == 3200
+    assert dut.rl.row.size == 2754 and dut.rl.desc.size * 8 == 3200
     assert set(dut.signature.members) == set(reg.signature.members)
     small, reg_small = TxSchedRows(64, **SMALL), TxSched(64, **SMALL)
     small._MustUse__silence = reg_small._MustUse__silence = True
