@@ -18,7 +18,7 @@ from ..models.tx_sched import (ATOMIC_LEN, OP_CMP_SWAP, OP_FETCH_ADD, OP_READ, O
                                OP_SEND, OP_SEND_IMM, OP_WRITE_IMM, OUT_DEPTH, PATH_ACTIVE,
                                PATH_PROBING, SMALL, STATUS_LOC_LEN_ERR, STATUS_LOC_QP_OP_ERR,
                                check_params, layouts)
-from ..models.tx_sched_rows import (LANE_BITS, LANES, OP_KINDS, PACE_KINDS, ask_layout,
+from ..models.tx_sched_rows import (HUSH, LANE_BITS, LANES, OP_KINDS, PACE_KINDS, ask_layout,
                                     lane_init, lane_layouts, late_layout, row_layouts,
                                     rows_restore_layout)
 from ..models.wire import MrdhFlag, Op
@@ -391,7 +391,8 @@ class TxSchedRows(wiring.Component):
                                      "fail": fail_lay, "psn": 24, **pace_arg,
                                      # MR-TXS-482: the window write's kind carrying a PSN
                                      "pw": 1,
-                                     "late": 1})                # MR-TXS-445: s_acked's flag
+                                     "late": 1,                 # MR-TXS-445: s_acked's flag
+                                     "hush": 1})                # MR-TXS-497
         if self.pacing:
             # MR-TXS-340: the turn's and the write's boundary registers (the write's `paced`,
             # MR-TXS-177's compare, made as it is taken)
@@ -510,8 +511,7 @@ class TxSchedRows(wiring.Component):
         # s_probe's one register holds a verdict (to) or a tail probe (MR-TXS-272)
         # MR-TXS-482: an initial PSN takes the window write's place, before it
         can = [b_ver_v & b_ver.to, b_cwnd_v | b_psn_v, b_fail_v, b_ack_v & ack_ok,
-               # MR-TXS-497: a lost report never before an acknowledged one that waits
-               b_lost_v & ~lost_busy & ~b_ack_v,
+               b_lost_v & ~lost_busy,
                done_q.nonempty & cq_room,
                b_wr_v & ~wr_busy & ~wr_blocked & ((w_status == 0) | cq_room),
                b_ver_v & ~b_ver.to & frame_room,
@@ -553,6 +553,14 @@ class TxSchedRows(wiring.Component):
         # connection is (not compared after the select)
         m.d.comb += pipe.take_eq_s2.eq(by_take(lambda c: c == pipe.s2_conn))
         ta = Signal(arg_lay)
+        # MR-TXS-497: a lost report taken while an acknowledged one waits (MR-TXS-285/287's
+        # hold) may overtake it and HUSH - 1 behind it in the unit's queue: so many acknowledged
+        # reports taken next zero no quiet count
+        hush = Signal(range(HUSH + 1), name="hush")
+        with m.If(taken[K_LOST] & b_ack_v):
+            m.d.sync += hush.eq(HUSH)
+        with m.Elif(taken[K_ACKED] & (hush != 0)):
+            m.d.sync += hush.eq(hush - 1)
         rep = data.View(lay.report, Mux(taken[K_ACKED], b_ack.as_value()[:lay.report.size],
                                         b_lost.as_value()))
         m.d.comb += [ta.kind.eq(take_kind),
@@ -562,6 +570,7 @@ class TxSchedRows(wiring.Component):
                                         rep.path))),
                      ta.slot.eq(rep.slot), ta.chunk.eq(rep.chunk), ta.lap.eq(rep.lap),
                      ta.late.eq(taken[K_ACKED] & b_ack.late),
+                     ta.hush.eq(taken[K_ACKED] & (hush != 0)),
                      ta.cwnd.eq(Mux(b_psn_v, b_psn.psn, b_cwnd.cwnd)), ta.pw.eq(b_psn_v),
                      ta.verdict.eq(b_ver.verdict), ta.fail.eq(b_fail),
                      ta.psn.eq(b_ver.psn)]
@@ -868,7 +877,7 @@ class TxSchedRows(wiring.Component):
                     with m.If(r_rel):
                         m.d.comb += [np_.inflight.eq(less_nb(rps.inflight)),
                                      np_.pkts.eq(_sub0(rps.pkts, 1))]
-                        with m.If(is_k[K_ACKED]):
+                        with m.If(is_k[K_ACKED] & ~a.hush):
                             m.d.comb += np_.quiet.eq(0)                     # MR-TXS-499
             with m.If(r_hit):
                 with m.If(~a.late):

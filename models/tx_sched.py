@@ -491,9 +491,10 @@ class TxSchedModel:
             return True
         nbytes = P.chunk_bytes(msg_len(e["op"], e["length"]), f["chunk"], self.mtu)
         cs = self.conn[c]
-        if not lost:
+        if not lost and not f.get("hush"):
             # MR-TXS-495: an acknowledged report not late: its ACK resolved its path's whole
             # lost prefix (MR-TX-504), so no record of it sent before can be reported late
+            # (``hush``: taken after a lost report that overtook it, MR-TXS-497: no zero)
             ps["quiet"] = 0
         ps["inflight"] = max(0, ps["inflight"] - nbytes)
         ps["pkts"] = max(0, ps["pkts"] - 1)

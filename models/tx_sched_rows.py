@@ -27,6 +27,7 @@ from amaranth.lib import data
 from . import protocol as P
 from . import records
 from .fifo import SyncFifoModel
+from .retransmit import OUT_DEPTH as RTX_OUT_DEPTH
 from .rx import pack, unpack
 from . import pacer as pacer_model
 from .tx_sched import (INPUTS, OUT_DEPTH, OUTPUTS, PATH_ACTIVE, PSN_INPUTS, PSN_OUTPUTS,
@@ -58,6 +59,11 @@ PACE_OUTPUTS = ["m_pace__valid", "m_pace__payload", "s_turn__ready", "s_retime__
 _CHUNK = records.CHUNK_BITS
 _BYTES = records.BYTES_BITS
 _SLOT = records.TX_SLOT_BITS
+
+
+#: MR-TXS-497: the acknowledged reports a lost report may overtake: the unit's queue (hw-tx.md
+#: MR-TX-505) and the boundary register
+HUSH = RTX_OUT_DEPTH + 1
 
 
 def _bits(n):
@@ -313,6 +319,10 @@ sent, completion, now)``."""
         # MR-TXS-470: no schedule op right behind an operation of its connection
         self.sched_hold = bool(sched_hold)
         self.sched_waits = 0
+        # MR-TXS-497: acknowledged reports still to take that zero no quiet count (a lost
+        # report overtook an acknowledged one held by MR-TXS-285/287)
+        self.hush = 0
+        self.overtakes = 0              # lost reports that overtook one (for tests)
         # MR-TXS-485 (negative controls only): "always", an initial PSN lands after its
         # connection started; "dropped", it never lands
         assert psn_wrong in (None, "always", "dropped")
@@ -757,10 +767,7 @@ sent, completion, now)``."""
             return _Op("fail", (fl or er)["conn"], b["fail"])
         if b["acked"] is not None and self._ack_ok():
             return _Op("acked", b["acked"]["conn"], b["acked"])
-        # MR-TXS-497: a lost report never before an acknowledged one that waits (restores),
-        # so the reports reach the row in the unit's order across its two queues
-        if (b["lost"] is not None and b["acked"] is None and not self.in_flight["lost"]
-                and not self.blocked["lost"]):
+        if b["lost"] is not None and not self.in_flight["lost"] and not self.blocked["lost"]:
             return _Op("lost", b["lost"]["conn"], b["lost"])
         if self.done and self._cqe_room():
             return _Op("complete", self.done[0], None)
@@ -879,6 +886,15 @@ sent, completion, now)``."""
         lay, b = self.lay, self.b
         pick = self._pick()
         taken = pick.kind if pick is not None else None
+        # MR-TXS-497: a lost report taken while an acknowledged one waits in its register
+        # overtakes it and perhaps those behind it in the unit's queue (HUSH at most): the
+        # next HUSH acknowledged reports zero no quiet count (MR-TXS-495)
+        if taken == "lost" and self.b["acked"] is not None:
+            self.hush = HUSH
+            self.overtakes += 1
+        elif taken == "acked":
+            pick.f = dict(pick.f, hush=int(self.hush > 0))
+            self.hush = max(0, self.hush - 1)
         if pick is None or pick.kind != "sched":
             self.sched_waits += self._held_by_hold()
         def free(k):

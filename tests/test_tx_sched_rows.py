@@ -1399,3 +1399,37 @@ def test_rows_rtl_probe_after_slot_reuse_without_clear_fails():
     exec(compile(src, spec.origin, "exec", dont_inherit=True), hdl.__dict__)
     with pytest.raises(Mismatch):
         tail_reuse_lockstep(hdl)
+
+
+#: MR-TXS-497's wrong form: the acknowledged reports after an overtaking lost report zero
+#: their paths' quiet counts all the same
+ROWS_HUSH_WRONG = ("ta.hush.eq(taken[K_ACKED] & (hush != 0)),", "")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("form", ["rtl", "hush_ignored"])
+def test_rows_rtl_overtaking_lost_reports(form):
+    """MR-TXS-497, MR-TXS-499 (live47): with restores and ``m_restore.ready`` 2 % of cycles
+    (acknowledged reports held by MR-TXS-285's restore queue) and late ACKs at a quiet cap of 2,
+    lost reports overtake waiting acknowledged ones, and the acknowledged reports taken next
+    zero no quiet count: the RTL in lockstep with its model, 0 mismatches, every work request
+    completing and the replay agreeing. Negative control (``hush_ignored``): the RTL zeroing
+    the counts all the same mismatches."""
+    from metaroce.hdl import tx_sched_rows
+    from metaroce.tb.lockstep import Mismatch, run_amaranth, wrong_form
+    prm = dict(SMALL, late_cap=2)
+    seed = 2
+    m = TxSchedRowsModel(64, **prm, restores=True)
+    items = tc.traffic(TxSchedModel(**prm), 40, seed=seed)
+    drv = RowsRestoreDriver(m.lay, items, restore_lay=m.restore_lay, seed=seed, p_rready=0.02,
+                            late_acks=True, **STALL_KW)
+    hdl = wrong_form("tx_sched_rows", *ROWS_HUSH_WRONG) if form == "hush_ignored" else tx_sched_rows
+    dut = hdl.TxSchedRows(64, **prm, restores=True)
+    if form == "hush_ignored":
+        with pytest.raises(Mismatch):
+            run_amaranth(dut, m, drv, busy=m.busy)
+        return
+    core = run_amaranth(dut, m, drv, busy=m.busy)
+    assert core.mismatches == 0 and m.overtakes > 0 and m.sem.late_refused > 0
+    assert len(drv.res["cqe"]) == len(items)
+    replay(m)
