@@ -14,7 +14,7 @@ port       dir    meaning
 s_wr       in     a work request {op, conn, stream, wr_id, laddr, va, rkey, length, imm, swap,
                   compare} (the last two an atomic's operands, MR-TXS-096)
 s_acked    in     the retransmit unit's ``m_acked``: a record acknowledged (a ``late`` one:
-                  its path's evidence only, MR-TXS-446)
+                  its path's evidence and its chunk, no flight, MR-TXS-446/491)
 s_resend   in     the retransmit unit's ``m_resend``: a record lost, its chunk to resend
 m_frame    out    a frame request (the frame builder's descriptor fields the scheduler owns)
 m_sent     out    the retransmit unit's ``s_sent``: a data packet was sent
@@ -58,7 +58,8 @@ from ..models.pacer import WL_BITS as pacer_wl_bits
 from ..models.pacer import frame_layouts as pacer_layouts
 from ..models.tx_sched import restore_layout
 from ..models.tx_sched import (ATOMIC_LEN, GEN_BITS, OP_READ, OP_READ_RESP, OUT_DEPTH, SMALL, STATUS_LOC_LEN_ERR,
-                               STATUS_LOC_QP_OP_ERR, WIRE_HDR, check_params, layouts)
+                               STATUS_LOC_QP_OP_ERR, WIRE_HDR, check_params, late_cap_of,
+                               layouts)
 
 #: MR-TXS-027: a message's packets in flight (sent, not yet reported), per entry.
 OUT_BITS = 16
@@ -233,7 +234,8 @@ class TxSched(wiring.Component):
                  path_pkts=SMALL["path_pkts"], ack_every=SMALL["ack_every"],
                  resend_depth=SMALL["resend_depth"], carry_chain=None, rd_rows=False,
                  pacing=False, pace_ignored=False, restores=False,
-                 pace_full_only=False, kept_out=True, interval=1, cw_hold=True, mem_head=False):
+                 pace_full_only=False, kept_out=True, interval=1, cw_hold=True, mem_head=False,
+                 late_cap=None):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         # MR-TXS-413: the frame interval (MR-ENG-299); 1 builds none of MR-TXS-414..416
@@ -250,7 +252,8 @@ class TxSched(wiring.Component):
         if self.mem_head and self.interval == 1:
             raise ValueError("MR-TXS-419: mem_head needs an interval above 1")
         check_params(conns, streams, paths, depth, chunk_window, mtu, cwnd, conn_window,
-                     path_pkts, ack_every, resend_depth)
+                     path_pkts, ack_every, resend_depth, late_cap)
+        self.late_cap = late_cap_of(depth, late_cap)        # MR-TXS-495
         self.width = width
         self.carry_chain = carry_chain          # MR-TXS-038: None = the platform's
         self.conns, self.streams, self.paths, self.depth = conns, streams, paths, depth
@@ -299,7 +302,8 @@ class TxSched(wiring.Component):
         sd = S * D                              # message slots per connection
         sdb = _bits(sd) if sd > 1 else 0
         Q, E = C * S, C * sd                    # stream queues, message entries
-        ptr_w = db + 1                          # ring pointers: index and wrap bit
+        LB = records.LAP_BITS
+        ptr_w = db + LB                         # ring pointers: index and lap (MR-TXS-490)
         chunk_w = records.CHUNK_BITS + 1
         bytes_w = records.BYTES_BITS
         psn_w = P.wire.PSN_BITS
@@ -449,6 +453,10 @@ class TxSched(wiring.Component):
         p_psn = Array(Signal(psn_w, name=f"psn{r}") for r in range(C * PA))
         p_infl = Array(Signal(bytes_w, name=f"pinfl{r}") for r in range(C * PA))
         p_pkts = Array(Signal(8, name=f"pkts{r}") for r in range(C * PA))
+        # MR-TXS-495/498: per path the connection's completions since its last acknowledged
+        # report not late, saturating at the cap (its late reports then count nothing)
+        QCAP = self.late_cap
+        p_quiet = [Signal(QCAP.bit_length(), name=f"quiet{r}") for r in range(C * PA)]
         p_since = Array(Signal(4, name=f"since{r}") for r in range(C * PA))
         p_room = Array(Signal(signed(bytes_w + 2), init=self.cwnd - mtu, name=f"proom{r}")
                        for r in range(C * PA))
@@ -484,7 +492,7 @@ class TxSched(wiring.Component):
         fq_lay = data.StructLayout({"conn": cb, "laddr": 64, "op_set": 1, "op": 3, "ack_req": 1,
                                     "psn": psn_w, "flags": 4, "path": pb, "stream": 16, "msg": 32,
                                     "chunk": 32 - mtu_log2, "len": 32, "va": 64, "rkey": 32,
-                                    "imm": 32, "nb": nb_w, "slot": 3, "lap": 1,   # MR-TXS-411
+                                    "imm": 32, "nb": nb_w, "slot": 3, "lap": LB,  # MR-TXS-411
                                     "swap": 64, "compare": 64,      # MR-TXS-099
                                     "gen": GEN_BITS})               # MR-TXS-121
 
@@ -568,9 +576,12 @@ class TxSched(wiring.Component):
             return (idx - d[:db])[:db] < count(t, d) if D > 1 else count(t, d) != 0
 
         def lap_of(d, idx):
-            """MR-TXS-142: live ring entry ``idx``'s lap, the top bit of its position (from the
-            ring's ``done``: its position is done + (idx - done) mod depth)."""
-            return d[db] ^ (idx[:db] < d[:db]) if D > 1 else d[0]
+            """MR-TXS-142: live ring entry ``idx``'s lap, the top bits of its position (from the
+            ring's ``done``: its position is done + (idx - done) mod depth; MR-TXS-490: LAP_BITS
+            of them, done's lap plus one when the index is below done's)."""
+            if D == 1:
+                return d[:LB]
+            return (d[db:] + (idx[:db] < d[:db]))[:LB]
 
         def of_stream(arr, qi, ptr):
             """``arr``'s element of stream ``qi``'s ring entry ``ptr`` (a D-way read)."""
@@ -694,15 +705,13 @@ class TxSched(wiring.Component):
                     "d1": i_dist1[:wb + 2]}
 
         in_a, in_r = intake(ba_rep, ba_next, "a"), intake(br.as_value(), br_next, "r")
-        # MR-TXS-446: a late report is ignored as one of a slot not live (MR-TXS-020), but for
-        # its path's evidence (rep_restore, on busy)
-        in_a["base"] = in_a["base"] & ~ba.late
         inc = data.View(lay.report, _named(m, Mux(acked_valid, ba_rep, br.as_value()),
                                            "inc"))
         i_ = {k: _named(m, Mux(acked_valid, in_a[k], in_r[k]), f"i_{k}") for k in in_a}
         i_e = i_["e"]
         rr_valid = Signal()             # a report in the register: this cycle's action
         rr_lost = Signal()
+        rr_late = Signal()              # MR-TXS-491: a late report: its chunk, no flight
         rr = Signal(lay.report)
         rr_ok = Signal()                # not ignored (MR-TXS-020)
         rr_last = Signal()
@@ -839,10 +848,12 @@ class TxSched(wiring.Component):
         comp_valid = []
         for qi in range(Q):
             # every chunk sent (send has passed the oldest entry) and acknowledged (ahead 0); or
-            # failed with nothing in flight (MR-TXS-027)
-            comp_valid.append(Mux(of_stream(e_fail, qi, done[qi]),
-                                  (tail[qi] != done[qi]) & of_stream(e_idle, qi, done[qi]),
-                                  (send[qi] != done[qi]) & (of_stream(e_ahead, qi, done[qi]) == 0)))
+            # failed (MR-TXS-027); either with nothing in flight (MR-TXS-492: a late report may
+            # acknowledge a chunk whose resend is in flight)
+            comp_valid.append(of_stream(e_idle, qi, done[qi])
+                              & Mux(of_stream(e_fail, qi, done[qi]), tail[qi] != done[qi],
+                                    (send[qi] != done[qi])
+                                    & (of_stream(e_ahead, qi, done[qi]) == 0)))
         # MR-TXS-045: each stream's test registered; the pick a cycle later among the streams
         # of connections untouched at the edge, but the completion register's own stream (a
         # connection's state is then the one the tests saw)
@@ -1239,7 +1250,7 @@ class TxSched(wiring.Component):
         pd_gen = Signal(GEN_BITS, name="pd_gen")           # MR-TXS-121: the path's entropy now
         # MR-TXS-411: the probed entry's lap (live and the record's when the probe is not
         # dropped: the packet's lap as it was sent)
-        pd_lap = Signal(name="pd_lap")
+        pd_lap = Signal(LB, name="pd_lap")
         pb_qi = pb_e[db:] if D > 1 else pb_e
         m.d.sync += pd_lap.eq(lap_of(read(done, pb_qi, "pb_done"), pb_e[:db] if D > 1 else pb_e))
         m.d.sync += pd_gen.eq(read(p_gen, pb_row, "pb_gen"))
@@ -1334,8 +1345,14 @@ class TxSched(wiring.Component):
 
         # -- the actions (one per cycle); each register written by its own index compare, the
         # arithmetic on its own value (no adder after a wide mux)
-        rep_act = _named(m, busy & rr_ok, "rep_act")
+        # MR-TXS-498: a late report of a path whose quiet count is at the cap is ignored as a
+        # report of a slot not live (MR-TXS-020), but for its path's evidence (rep_restore)
+        r_qfull = _named(m, Cat(*(q == QCAP for q in p_quiet)).bit_select(r_row, 1), "r_qfull")
+        rep_act = _named(m, busy & rr_ok & ~(rr_late & r_qfull), "rep_act")
         ack_act = _named(m, rep_act & ~rr_lost, "ack_act")
+        # MR-TXS-491: a late report of the slot's present message acknowledges its chunk
+        # (ack_act) and releases no flight (its packet left it with the timeout's lost report)
+        rel_act = _named(m, rep_act & ~rr_late, "rel_act")
         lost_act = _named(m, rep_act & rr_lost & ~rr_was_acked & ~read(e_fail, r_e, "r_fail"),
                           "lost_act")
         wr_act = _named(m, take_wr & ~w_bad, "wr_act")
@@ -1437,6 +1454,7 @@ class TxSched(wiring.Component):
                        Mux(ia_refill, 0, Mux(wb_valid & (wb_e == i_e), ahead_moved, ia_now)))
         m.d.sync += r_ahead.eq(Mux(ack_act & (r_e == i_e), r_ahead, ia_after))
         m.d.sync += [rr_valid.eq(busy_n), rr_lost.eq(~acked_valid), rr.eq(inc),
+                     rr_late.eq(acked_valid & ba.late),
                      rr_ok.eq(i_["base"] & ~i_kill & (i_["sent"] | (i_["next"] & i_hit))),
                      rr_last.eq(Mux(acked_valid, ba_last, br_last)),
                      # MR-TXS-047: and its chunk when the report acted on now acknowledges it
@@ -1495,7 +1513,13 @@ class TxSched(wiring.Component):
                 with m.If(cw_hot[row]):
                     m.d.sync += [p_cwm[row].eq(cw_d_cwm),
                                  p_room[row].eq(cw_room)]
-                with m.If(rep_act & (r_row == row)):
+                # MR-TXS-498: a completion of the connection counts (saturating); an acknowledged
+                # report not late acted on zeroes (never in one cycle: one action a cycle)
+                with m.If(comp_act & (comp_conn == c) & (p_quiet[row] != QCAP)):
+                    m.d.sync += p_quiet[row].eq(p_quiet[row] + 1)
+                with m.If(rel_act & ~rr_lost & (r_row == row)):
+                    m.d.sync += p_quiet[row].eq(0)
+                with m.If(rel_act & (r_row == row)):
                     m.d.sync += [p_infl[row].eq(Mux(over, infl_next, 0)),
                                  p_room[row].eq(Mux(over, room_next, room_empty)),
                                  p_pkts[row].eq(Mux(p_pkts[row] != 0, pkts_next, 0))]
@@ -1559,7 +1583,7 @@ class TxSched(wiring.Component):
             c_unsent_after = A.add3_c(c_unsent[c], comp_next, ~_ext(comp_nchm1, 24), Const(0, 1),
                                       f"unsent_after{c}")
             c_unsent_less = A.sub(c_unsent[c], 1, f"unsent_less{c}")
-            with m.If(rep_act & (r_conn == c)):
+            with m.If(rel_act & (r_conn == c)):
                 m.d.sync += [c_infl[c].eq(Mux(over, c_infl_next, 0)),
                              c_room[c].eq(Mux(over, c_room_next, K))]
             for k in range(RD):
@@ -1746,7 +1770,7 @@ class TxSched(wiring.Component):
                              e_lastnb[e].eq(w_lastnb), e_base[e].eq(0), win_zero[e].eq(1),
                              e_bits[e].eq(0), e_ahead[e].eq(0), e_fail[e].eq(0), e_out[e].eq(0),
                              e_idle[e].eq(1)]
-            with m.If(rep_act & (r_e == e) & ~e_idle[e]):
+            with m.If(rel_act & (r_e == e) & ~e_idle[e]):
                 m.d.sync += [e_out[e].eq(out_next),
                              e_idle[e].eq(e_out[e] == 1)]
             # the picked candidate's entry: its connection's and its own registered bit

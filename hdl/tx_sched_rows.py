@@ -18,7 +18,7 @@ from ..models.tx_sched import (ATOMIC_LEN, OP_CMP_SWAP, OP_FETCH_ADD, OP_READ, O
                                OP_SEND, OP_SEND_IMM, OP_WRITE_IMM, OUT_DEPTH, PATH_ACTIVE,
                                PATH_PROBING, SMALL, STATUS_LOC_LEN_ERR, STATUS_LOC_QP_OP_ERR,
                                check_params, layouts)
-from ..models.tx_sched_rows import (LANE_BITS, LANES, OP_KINDS, PACE_KINDS, ask_layout,
+from ..models.tx_sched_rows import (HUSH, LANE_BITS, LANES, OP_KINDS, PACE_KINDS, ask_layout,
                                     lane_init, lane_layouts, late_layout, row_layouts,
                                     rows_restore_layout)
 from ..models.wire import MrdhFlag, Op
@@ -321,7 +321,7 @@ class TxSchedRows(wiring.Component):
         # False, negative control only: S1's decision, MR-TXS-471, then misses that op's write)
         self.sched_hold = bool(sched_hold)
         self.rl = row_layouts(conns, streams, paths, depth, prm["chunk_window"],
-                              prm["resend_depth"], self.pacing)
+                              prm["resend_depth"], self.pacing, prm.get("late_cap"))
         self.lay = lay = layouts(conns, streams, paths, depth)
         # MR-TXS-284: with restores, the acknowledged reports' restores of probing paths on
         # m_restore {conn, path} (the TX top's windows, hw-tx.md MR-TX-256), TxSched's port
@@ -386,11 +386,13 @@ class TxSchedRows(wiring.Component):
         # MR-TXS-340: with pacing, a turn's or a write's time, a write's set_time and paced bit
         pace_arg = ({"time": P.TIME_BITS, "set_time": 1, "paced": 1} if self.pacing else {})
         arg_lay = data.StructLayout({"kind": 4, "cq": 1, "path": 8, "slot": 3, "chunk": 20,
-                                     "lap": 1, "cwnd": records.BYTES_BITS, "verdict": 2,
+                                     "lap": records.LAP_BITS, "cwnd": records.BYTES_BITS,
+                                     "verdict": 2,
                                      "fail": fail_lay, "psn": 24, **pace_arg,
                                      # MR-TXS-482: the window write's kind carrying a PSN
                                      "pw": 1,
-                                     "late": 1})                # MR-TXS-445: s_acked's flag
+                                     "late": 1,                 # MR-TXS-445: s_acked's flag
+                                     "hush": 1})                # MR-TXS-497
         if self.pacing:
             # MR-TXS-340: the turn's and the write's boundary registers (the write's `paced`,
             # MR-TXS-177's compare, made as it is taken)
@@ -508,7 +510,8 @@ class TxSchedRows(wiring.Component):
             sched_wait = pipe.s1_valid & (pipe.s1_conn == active.head)
         # s_probe's one register holds a verdict (to) or a tail probe (MR-TXS-272)
         # MR-TXS-482: an initial PSN takes the window write's place, before it
-        can = [b_ver_v & b_ver.to, b_cwnd_v | b_psn_v, b_fail_v, b_ack_v & ack_ok, b_lost_v & ~lost_busy,
+        can = [b_ver_v & b_ver.to, b_cwnd_v | b_psn_v, b_fail_v, b_ack_v & ack_ok,
+               b_lost_v & ~lost_busy,
                done_q.nonempty & cq_room,
                b_wr_v & ~wr_busy & ~wr_blocked & ((w_status == 0) | cq_room),
                b_ver_v & ~b_ver.to & frame_room,
@@ -550,6 +553,14 @@ class TxSchedRows(wiring.Component):
         # connection is (not compared after the select)
         m.d.comb += pipe.take_eq_s2.eq(by_take(lambda c: c == pipe.s2_conn))
         ta = Signal(arg_lay)
+        # MR-TXS-497: a lost report taken while an acknowledged one waits (MR-TXS-285/287's
+        # hold) may overtake it and HUSH - 1 behind it in the unit's queue: so many acknowledged
+        # reports taken next zero no quiet count
+        hush = Signal(range(HUSH + 1), name="hush")
+        with m.If(taken[K_LOST] & b_ack_v):
+            m.d.sync += hush.eq(HUSH)
+        with m.Elif(taken[K_ACKED] & (hush != 0)):
+            m.d.sync += hush.eq(hush - 1)
         rep = data.View(lay.report, Mux(taken[K_ACKED], b_ack.as_value()[:lay.report.size],
                                         b_lost.as_value()))
         m.d.comb += [ta.kind.eq(take_kind),
@@ -559,6 +570,7 @@ class TxSchedRows(wiring.Component):
                                         rep.path))),
                      ta.slot.eq(rep.slot), ta.chunk.eq(rep.chunk), ta.lap.eq(rep.lap),
                      ta.late.eq(taken[K_ACKED] & b_ack.late),
+                     ta.hush.eq(taken[K_ACKED] & (hush != 0)),
                      ta.cwnd.eq(Mux(b_psn_v, b_psn.psn, b_cwnd.cwnd)), ta.pw.eq(b_psn_v),
                      ta.verdict.eq(b_ver.verdict), ta.fail.eq(b_fail),
                      ta.psn.eq(b_ver.psn)]
@@ -757,8 +769,9 @@ class TxSchedRows(wiring.Component):
             e = rv.entries.as_value().word_select(Cat(st.done[:db], Const(s, sb) if sb else Cat()),
                                                   rl.entry.size)
             e = data.View(rl.entry, e)
-            return (count(st) != 0) & (((e.status != 0) & (e.out == 0))
-                                       | ((e.status == 0) & (e.ack_base >= e.nchunks)))
+            # MR-TXS-492: with success too only once none of its packets is in flight
+            return (count(st) != 0) & (e.out == 0) & ((e.status != 0)
+                                                      | (e.ack_base >= e.nchunks))
 
         def desc_at(slot):
             """MR-TXS-205: the slot's record, the memory's (MR-TXS-472: the write of the op
@@ -803,7 +816,7 @@ class TxSchedRows(wiring.Component):
                                              ne.nchunks.eq(w_n), ne.next_chunk.eq(0),
                                              ne.ack_base.eq(0), ne.ack_bits.eq(0),
                                              ne.status.eq(0), ne.out.eq(0),
-                                             ne.lap.eq(st_w.tail[db]), ne.rsp.eq(w.rsp),
+                                             ne.lap.eq(st_w.tail[db:]), ne.rsp.eq(w.rsp),
                                              ne.err.eq(w.err), ne.lnq.eq(0)]   # MR-TXS-257
                 m.d.comb += [mid.conn.unsent.eq(r.conn.unsent + w_n), desc_we.eq(1),
                              desc_slot.eq(w_slot)]
@@ -826,11 +839,15 @@ class TxSchedRows(wiring.Component):
         s_ok = (rp_slot >> (db + sb)) == 0 if db + sb < 3 else Const(1, 1)
         r_live = live_k.bit_select(rp_slot[:db + sb], 1) & s_ok
         r_hit = Signal()
-        # MR-TXS-446: a late report is ignored as one of a slot not live, but for its path's
-        # evidence (the restore below)
-        m.d.comb += r_hit.eq(p_ok & r_live & (re.lap == a.lap) & (rp_chunk < re.next_chunk)
-                             & ~a.late)
+        r_rel = Signal()
+        # MR-TXS-491: a late report of the slot's present message (its lap the entry's,
+        # MR-TXS-490) acknowledges its chunk (r_hit) and releases no flight (r_rel)
         rps = path_at(rp_path)
+        # MR-TXS-499: not a late one while its path's quiet count is at the cap (MR-TXS-495)
+        QCAP = self.rl.late_cap
+        m.d.comb += [r_hit.eq(p_ok & r_live & (re.lap == a.lap) & (rp_chunk < re.next_chunk)
+                              & ~(a.late & (rps.quiet == QCAP))),
+                     r_rel.eq(r_hit & ~a.late)]
         # MR-TXS-284: an acknowledged report of a path of the instance not active restores it
         restore = Signal()
         m.d.comb += restore.eq(is_k[K_ACKED] & p_ok & (rps.state != PATH_ACTIVE))
@@ -857,11 +874,14 @@ class TxSchedRows(wiring.Component):
                     np_ = mid.paths[p]
                     with m.If(is_k[K_ACKED]):
                         m.d.comb += [np_.state.eq(PATH_ACTIVE), np_.col.eq(0)]   # MR-TXS-116
-                    with m.If(r_hit):
+                    with m.If(r_rel):
                         m.d.comb += [np_.inflight.eq(less_nb(rps.inflight)),
                                      np_.pkts.eq(_sub0(rps.pkts, 1))]
+                        with m.If(is_k[K_ACKED] & ~a.hush):
+                            m.d.comb += np_.quiet.eq(0)                     # MR-TXS-499
             with m.If(r_hit):
-                m.d.comb += mid.conn.inflight.eq(less_nb(r.conn.inflight))
+                with m.If(~a.late):
+                    m.d.comb += mid.conn.inflight.eq(less_nb(r.conn.inflight))
                 # protocol.chunk_ack: the chunk's bit, then the base over the trailing ones
                 new_ack = new_ack_t
                 z_any, z_idx = _lowest_zero(bits)
@@ -874,7 +894,8 @@ class TxSchedRows(wiring.Component):
                 for k in range(SD):
                     with m.If(rp_slot == k):
                         ne = mid.entries[k]
-                        m.d.comb += ne.out.eq(_sub0(re.out, 1))
+                        with m.If(~a.late):
+                            m.d.comb += ne.out.eq(_sub0(re.out, 1))
                         # MR-TXS-257: kept when the FIFO is full; an acknowledged chunk at or
                         # above the base leaves the set (below it, the bit is another chunk's)
                         with m.If(lost_q & r_full):
@@ -914,6 +935,10 @@ class TxSchedRows(wiring.Component):
             m.d.comb += u.eq(r.conn.unsent - (e.nchunks - e.next_chunk))
             cpl_u.append(u)
         with m.If(is_k[K_COMPLETE] & c_any):
+            # MR-TXS-499: every path of the connection counts the completion (saturating)
+            for p in range(Pn):
+                q_ = r.paths[p].quiet
+                m.d.comb += mid.paths[p].quiet.eq(Mux(q_ == QCAP, q_, q_ + 1))
             for s in range(S):
                 with m.If(c_s == s):
                     nst = mid.streams[s]
@@ -1426,8 +1451,9 @@ class TxSchedRows(wiring.Component):
                                  r.entries.as_value().word_select(at, self.rl.entry.size))
 
         def cond(status_nz, e):
-            """MR-TXS-022/027 on an entry: failed with nothing in flight, or all acknowledged."""
-            return Mux(status_nz, e.out == 0, e.ack_base >= e.nchunks)
+            """MR-TXS-022/027 on an entry: failed, or all acknowledged; with nothing in flight
+            (MR-TXS-492)."""
+            return (e.out == 0) & (status_nz | (e.ack_base >= e.nchunks))
 
         # MR-TXS-432: a completion op: the streams after the one it completes as on r, that
         # one's next message (its count one less, its head one on)
@@ -1457,8 +1483,10 @@ class TxSchedRows(wiring.Component):
         covered = Cat(bits[j] | rem_le(j) for j in range(W)).all()
         ack_fill = rem_le(0) | (rem_le(W) & covered)
         rep_done = Signal(name="cpl_rep_done")
-        m.d.comb += rep_done.eq(Mux(re.status != 0, re.out <= 1,
-                                    Mux(new_ack, ack_fill, re.ack_base >= re.nchunks)))
+        # MR-TXS-492: its `out` after the report 0 (a late report, MR-TXS-491, leaves it)
+        out_done = Mux(a.late, re.out == 0, re.out <= 1)
+        m.d.comb += rep_done.eq(out_done & ((re.status != 0)
+                                            | Mux(new_ack, ack_fill, re.ack_base >= re.nchunks)))
         after_rep = Const(0, 1)
         for s in range(S):
             at, e = head(s)

@@ -79,6 +79,10 @@ DUR_BITS = 24           # ns, up to 16.7 ms (rto_max is 1 ms)
 BYTES_BITS = 24         # bytes in flight / windows, up to 16 MiB
 PSN_BITS = 24
 SEQ_BITS = 32           # message and receive sequences (MR-CONN-002)
+#: MR-TXS-490: a message's ring lap (MR-TXS-142): its ring position's top bits, the ring
+#: pointers counting modulo 2^LAP_BITS x depth; with the slot it names one message of 2^LAP_BITS
+#: x depth consecutive ones of its stream (a late report's message, MR-TXS-491)
+LAP_BITS = 8
 CHUNK_BITS = 20         # chunk index: 2^32-byte messages at 4 KiB MTU
 RATE_BITS = 20          # Mb/s, up to 1,048 Gb/s (MRAH rate_mbps is 32 bits on the wire)
 POOL_PTR_BITS = (RTX_POOL - 1).bit_length()

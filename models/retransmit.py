@@ -142,12 +142,13 @@ def layouts(conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL, hea
     rtx = dict(records.RTX)
     slot_bits, chunk_bits = rtx["tx_slot"].width, rtx["chunk"].width
     # MR-TX-002: what the scheduler reports for every data packet it sent
-    # MR-TX-209: ``lap``, the message's ring lap (its ring position's top bit, MR-TXS-142),
-    # kept in the record and returned in its reports so that a late report is told from one
-    # of the slot's next message
+    # MR-TX-209: ``lap``, the message's ring lap (its ring position's top bits, MR-TXS-142;
+    # LAP_BITS of them since MR-TXS-490), kept in the record and returned in its reports so that
+    # a late report names its message, not only its slot
     sent = data.StructLayout({"conn": cb, "path": 8, "psn": psn, "slot": slot_bits,
                               "chunk": chunk_bits, "nbytes": rtx["nbytes"].width, "req": 1,
-                              "abort": 1, "t_sent": records.TIME_BITS, "lap": 1})
+                              "abort": 1, "t_sent": records.TIME_BITS,
+                              "lap": records.LAP_BITS})
     # MR-TX-003: the peer RX engine's ACK/NAK request, as it arrives (models/rx.py, MR-RX-030/031)
     ack = rx_model.layouts(conns, paths, 2).ack
     # MR-TX-490: the one declaration of the hint's field, for the ACK, the job and the event
@@ -155,7 +156,7 @@ def layouts(conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL, hea
     if hints:
         ack = data.StructLayout({**dict(ack.members), **hint})
     report = data.StructLayout({"conn": cb, "path": 8, "slot": slot_bits, "chunk": chunk_bits,
-                                "abort": 1, "lap": 1})
+                                "abort": 1, "lap": records.LAP_BITS})
     # MR-TXS-445: an acknowledged record's report, and ``late`` (last, so that every other
     # field keeps its bits): a timeout had reported the record lost (the scheduler takes only
     # its path's evidence)
@@ -164,7 +165,8 @@ def layouts(conns=records.CONNS, paths=records.PATHS, pool=records.RTX_POOL, hea
     # MR-TX-010: a pool record: the fields of records.RTX the unit keeps (its `next` is the
     # separate link memory, MR-TX-011)
     rec = data.StructLayout({"slot": slot_bits, "chunk": chunk_bits, "t_sent": records.TIME_BITS,
-                             "nbytes": rtx["nbytes"].width, "req": 1, "abort": 1, "lap": 1})
+                             "nbytes": rtx["nbytes"].width, "req": 1, "abort": 1,
+                             "lap": records.LAP_BITS})
     # MR-TX-012: the unit's part of path_tx (MR-ENG-022)
     path = data.StructLayout({
         "floor": psn, "next_psn": psn, "tail": ptr,

@@ -1500,9 +1500,10 @@ def late_fail_batch(sem: TxSchedModel, params, lay, width, *, seed=6, n=20, ns_p
     ``ns_per_cycle`` (400: an RTO of 100 cycles, shorter than a payload read's trip through a
     loaded data path): tail probes and resends of packets whose reads fail, a read error
     reported after its message completed and its slot was taken again (MR-TXS-412);
-    ``(items, rsps, driver)``. MR-TXS-447: seed 6 at 400 ns: since a late ACK's chunk is not
-    counted, most runs this short an RTO never complete (seed 1 at 200 ns, the run until late44,
-    stops at 25 of 31 completions); this one completes with two such read errors."""
+    ``(items, rsps, driver)``. MR-TXS-447: seed 6 at 400 ns completes with two such read
+    errors; while a late ACK's chunk was not counted (late44 to live46) many runs this short an
+    RTO never completed (seed 1 at 200 ns, the run until late44, stopped at 25 of 31
+    completions); since MR-TXS-491 they do."""
     for name, items, rsps, drv in coverage_batches(sem, params, lay, width, "none", n, seed=seed,
                                                    wide=False):
         if name == "traffic":

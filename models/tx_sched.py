@@ -182,8 +182,17 @@ def _pow2(name, v, lo, hi):
         raise ValueError(f"{name} must be a power of two in [{lo}, {hi}], not {v!r}")
 
 
+def late_cap_of(depth, late_cap=None):
+    """MR-TXS-495: the quiet count at which a path's late reports stop counting their chunks:
+    by default 2^LAP_BITS x depth - depth + 1, the fewest completions of a stream after which
+    its slot's present message can have a late report's lap and not be its message
+    (MR-TXS-496); ``late_cap`` a smaller one (tests: the same bound reached sooner)."""
+    full = (1 << records.LAP_BITS) * depth - depth + 1
+    return full if late_cap is None else late_cap
+
+
 def check_params(conns, streams, paths, depth, chunk_window, mtu, cwnd, conn_window, path_pkts,
-                 ack_every, resend_depth):
+                 ack_every, resend_depth, late_cap=None):
     """MR-TXS-001: sizes are powers of two (an index is a concatenation of bits); a message
     slot (stream, ring entry) fits the 3-bit ``tx_slot`` of the retransmit record; windows fit
     the 24-bit byte counters with one MTU to spare."""
@@ -205,6 +214,10 @@ def check_params(conns, streams, paths, depth, chunk_window, mtu, cwnd, conn_win
         raise ValueError(f"path_pkts must be in [1, {P.SEND_WINDOW - 1}], not {path_pkts!r}")
     if not isinstance(ack_every, int) or not 1 <= ack_every <= 15:
         raise ValueError(f"ack_every must be in [1, 15], not {ack_every!r}")
+    # MR-TXS-495: a smaller cap is as safe (fewer late chunks counted); a larger one is not
+    full = late_cap_of(depth)
+    if late_cap is not None and (not isinstance(late_cap, int) or not 1 <= late_cap <= full):
+        raise ValueError(f"late_cap must be in [1, {full}], not {late_cap!r}")
 
 
 @dataclass(frozen=True)
@@ -261,11 +274,11 @@ def layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"]
                                # MR-TXS-411: the slot's entry's lap (MR-TXS-142), which the
                                # data path's read errors return (m_fail); last, so that every
                                # other field keeps its bits
-                               "lap": 1})
+                               "lap": records.LAP_BITS})
     # MR-TXS-027: a message's failure (the data path's read error) and a connection's (the
     # retransmit unit's ``m_error``)
     # MR-TXS-411: with the lap of the frame request whose read failed
-    fail = data.StructLayout({"conn": cb, "slot": 3, "status": 5, "lap": 1})
+    fail = data.StructLayout({"conn": cb, "slot": 3, "status": 5, "lap": records.LAP_BITS})
     # MR-TXS-028: a path's window, the fields conn, path, cwnd of the Cwnd block's m_update
     cwnd = data.StructLayout({"conn": cb, "path": (paths - 1).bit_length(),
                               "cwnd": records.BYTES_BITS})
@@ -300,10 +313,17 @@ class TxSchedModel:
                  cwnd=SMALL["cwnd"], conn_window=SMALL["conn_window"],
                  path_pkts=SMALL["path_pkts"], ack_every=SMALL["ack_every"],
                  resend_depth=SMALL["resend_depth"], pacing=False, pace_ignored=False,
-                 pace_full_only=False, last_active_kept=False):
+                 pace_full_only=False, last_active_kept=False, late_cap=None, late_guard=True):
         check_params(conns, streams, paths, depth, chunk_window, mtu, cwnd, conn_window,
-                     path_pkts, ack_every, resend_depth)
+                     path_pkts, ack_every, resend_depth, late_cap)
         self.conns, self.streams, self.paths, self.depth = conns, streams, paths, depth
+        # MR-TXS-490: ring positions modulo 2^LAP_BITS x depth (an entry's lap its top bits)
+        self.ring_mod = (1 << records.LAP_BITS) * depth
+        # MR-TXS-495: a path's quiet count saturates here; its late reports count no chunk then
+        self.late_cap = late_cap_of(depth, late_cap)
+        # MR-TXS-486 (negative control only): late_guard=False, live46's rule (no quiet count)
+        self.late_guard = bool(late_guard)
+        self.late_refused = 0           # MR-TXS-495: late reports refused by the count (tests)
         # MR-TXS-290: a suspicion or retirement of a connection's last active path is a reroute
         # (the register scheduler's cycle model and the endpoint replay set it; the row
         # scheduler, section 16, keeps the rule before it, and False is MR-TXS-296's control)
@@ -335,7 +355,10 @@ class TxSchedModel:
                       "tail": None, "state": PATH_ACTIVE, "col": 0, "gen": 0,
                       # MR-TXS-184: a restore not yet given on m_restore (``restores`` only);
                       # MR-TXS-347: a kept verdict's record not yet given (the cycle model's)
-                      "rst": 0, "kpt": 0}
+                      "rst": 0, "kpt": 0,
+                      # MR-TXS-495: the connection's completions since the path's last
+                      # acknowledged report not late (saturating at late_cap)
+                      "quiet": 0}
                      for _ in range(conns * paths)]
         self.cwnd_max = (1 << records.BYTES_BITS) - 1 - mtu
         self.conn_rr = 0
@@ -346,7 +369,7 @@ class TxSchedModel:
         return conn * self.streams + stream
 
     def _count(self, q):
-        return (q["tail"] - q["done"]) % (2 * self.depth)
+        return (q["tail"] - q["done"]) % self.ring_mod
 
     def live(self, qi, idx):
         """Ring entry ``idx`` holds a message posted and not completed (MR-TXS-012)."""
@@ -414,13 +437,13 @@ class TxSchedModel:
         elif is_send(f["op"]):
             rs = q["send_seq"]
             q["send_seq"] = (rs + 1) & 0xFFFFFFFF
-        # MR-TXS-142: ``lap``, the entry's ring lap (its position's top bit, tail being kept
-        # mod 2 x depth), carried by its packets' records and their reports
+        # MR-TXS-142: ``lap``, the entry's ring lap (its position's top bits, tail being kept
+        # mod 2^LAP_BITS x depth, MR-TXS-490), carried by its packets' records and their reports
         q["ring"][q["tail"] % self.depth] = dict(
             f, msg=f["msg"] if rsp else q["msg_next"], recv_seq=rs, nchunks=n, next_chunk=0,
             ack_base=0, ack_bits=0, status=0, out=0, lap=q["tail"] // self.depth,
             lnq=set())                  # MR-TXS-241: its chunks lost, not queued
-        q["tail"] = (q["tail"] + 1) % (2 * self.depth)
+        q["tail"] = (q["tail"] + 1) % self.ring_mod
         if not rsp:
             q["msg_next"] = (q["msg_next"] + 1) & 0xFFFFFFFF
         self.conn[f["conn"]]["unsent"] += n
@@ -447,12 +470,32 @@ class TxSchedModel:
                 ps["rst"] = 1
             ps.update(state=PATH_ACTIVE, col=0)
         e = self.entry_of(c, f["slot"], f.get("lap", 0))
-        # MR-TXS-446: a late report (its record a timeout reported lost) is its path's evidence
-        # (above) and nothing else: its packet left the flight with the lost report
-        if p >= self.paths or e is None or f["chunk"] >= e["next_chunk"] or f.get("late"):
+        if p >= self.paths or e is None or f["chunk"] >= e["next_chunk"]:
             return False
+        ps = self.path[c * self.paths + p]
+        if f.get("late"):
+            # MR-TXS-491: a late report (its record a timeout reported lost) of the slot's
+            # present message (its lap the entry's, MR-TXS-490) counts its chunk acknowledged
+            # and releases nothing (its packet left the flight with the lost report, MR-TXS-447)
+            # MR-TXS-495: only while its path's quiet count is below the cap (else the entry
+            # may be a later message with the report's lap: nothing, as before MR-TXS-491)
+            if self.late_guard and ps["quiet"] >= self.late_cap:
+                self.late_refused += 1
+                return False
+            if not window:
+                self.pending = (e, f["chunk"])
+            else:
+                self.apply_window((e, f["chunk"]))
+            if "lnq" in e:
+                e["lnq"].discard(f["chunk"])
+            return True
         nbytes = P.chunk_bytes(msg_len(e["op"], e["length"]), f["chunk"], self.mtu)
-        ps, cs = self.path[c * self.paths + p], self.conn[c]
+        cs = self.conn[c]
+        if not lost and not f.get("hush"):
+            # MR-TXS-495: an acknowledged report not late: its ACK resolved its path's whole
+            # lost prefix (MR-TX-504), so no record of it sent before can be reported late
+            # (``hush``: taken after a lost report that overtook it, MR-TXS-497: no zero)
+            ps["quiet"] = 0
         ps["inflight"] = max(0, ps["inflight"] - nbytes)
         ps["pkts"] = max(0, ps["pkts"] - 1)
         cs["inflight"] = max(0, cs["inflight"] - nbytes)
@@ -536,14 +579,15 @@ class TxSchedModel:
 
     # -- completions (MR-TXS-022)
     def completes(self, qi):
-        """Stream queue ``qi``'s oldest message completes: every chunk acknowledged, or failed
-        with nothing in flight (MR-TXS-022, MR-TXS-027)."""
+        """Stream queue ``qi``'s oldest message completes: every chunk acknowledged, or failed,
+        with nothing in flight (MR-TXS-022, MR-TXS-027, MR-TXS-492)."""
         q = self.q[qi]
         if not self._count(q):
             return False
         e = q["ring"][q["done"] % self.depth]
-        return bool((e["status"] and not e["out"])
-                    or (not e["status"] and e["ack_base"] >= e["nchunks"]))
+        # MR-TXS-492: and with success only once none of its packets is in flight (a late
+        # report may count a chunk whose resend is still to be reported)
+        return bool(not e["out"] and (e["status"] or e["ack_base"] >= e["nchunks"]))
 
     def completions(self):
         """The stream queues (in index order) whose oldest message completes."""
@@ -565,9 +609,13 @@ class TxSchedModel:
         slot = (qi % self.streams) * self.depth + q["done"] % self.depth
         cs["retx"] = deque((s, k, int(st or s == slot)) for s, k, st in cs["retx"])
         if q["send"] == q["done"]:
-            q["send"] = (q["send"] + 1) % (2 * self.depth)
+            q["send"] = (q["send"] + 1) % self.ring_mod
             self.conn[qi // self.streams]["unsent"] -= e["nchunks"] - e["next_chunk"]
-        q["done"] = (q["done"] + 1) % (2 * self.depth)
+        q["done"] = (q["done"] + 1) % self.ring_mod
+        # MR-TXS-495: every path of the connection counts the completion (saturating)
+        c = qi // self.streams
+        for ps in self.path[c * self.paths:(c + 1) * self.paths]:
+            ps["quiet"] = min(ps["quiet"] + 1, self.late_cap)
         return self.cqe_of(e, e["status"])
 
     # -- scheduling (MR-TXS-023..026)
@@ -719,7 +767,7 @@ class TxSchedModel:
         else:
             e["next_chunk"] += 1
             if e["next_chunk"] == e["nchunks"]:
-                q["send"] = (q["send"] + 1) % (2 * self.depth)
+                q["send"] = (q["send"] + 1) % self.ring_mod
             cs["unsent"] -= 1
             cs["srr"] = (s + 1) % self.streams
         cs["rr"] = (p + 1) % self.paths

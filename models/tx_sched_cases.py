@@ -956,16 +956,18 @@ def _replay(sem, events, ep, collect=False, ages=True, late_counted=False):
 
     def report(ds):
         for d in ds:
-            if d.kind == "acked" and d.late:
-                e = sem.entry_of(d.conn, d.slot, d.lap)
-                if (not late_counted and e is not None and d.chunk < e["next_chunk"]
-                        and not sem.chunk_acked(e, d.chunk)):
-                    late_uncounted.append({"conn": d.conn, "path": d.path, "slot": d.slot,
-                                           "chunk": d.chunk, "frame": len(frames)})
+            e = sem.entry_of(d.conn, d.slot, d.lap)
             sem.report({"conn": d.conn, "path": d.path, "slot": d.slot, "chunk": d.chunk,
                         "abort": d.abort, "lap": d.lap,
                         "late": 0 if late_counted else d.late},           # MR-TXS-445
                        lost=d.kind == "resend")
+            # MR-TXS-491: since live46 the scheduler counts a late report's chunk of the slot's
+            # present message; a late chunk still not acknowledged after its report is one the
+            # endpoint counted and the scheduler did not
+            if (d.kind == "acked" and d.late and not late_counted and e is not None
+                    and d.chunk < e["next_chunk"] and not sem.chunk_acked(e, d.chunk)):
+                late_uncounted.append({"conn": d.conn, "path": d.path, "slot": d.slot,
+                                       "chunk": d.chunk, "frame": len(frames)})
 
     t_sent = getattr(events, "t_sent", {})
     for k, (kind, ev) in enumerate(events):

@@ -27,11 +27,13 @@ from amaranth.lib import data
 from . import protocol as P
 from . import records
 from .fifo import SyncFifoModel
+from .retransmit import OUT_DEPTH as RTX_OUT_DEPTH
 from .rx import pack, unpack
 from . import pacer as pacer_model
 from .tx_sched import (INPUTS, OUT_DEPTH, OUTPUTS, PATH_ACTIVE, PSN_INPUTS, PSN_OUTPUTS,
                        RESTORE_INPUTS, RESTORE_OUTPUTS, SMALL, GEN_BITS, TxSchedModel,
-                       check_params, cqe_entry, cqe_outputs, is_atomic, is_read, layouts,
+                       check_params, cqe_entry, cqe_outputs, is_atomic, is_read, late_cap_of,
+                       layouts,
                        restore_layout, rsp_item)
 
 __all__ = ["row_layouts", "RowLayouts", "pack_row", "unpack_row", "TxSchedRowsModel",
@@ -59,6 +61,11 @@ _BYTES = records.BYTES_BITS
 _SLOT = records.TX_SLOT_BITS
 
 
+#: MR-TXS-497: the acknowledged reports a lost report may overtake: the unit's queue (hw-tx.md
+#: MR-TX-505) and the boundary register
+HUSH = RTX_OUT_DEPTH + 1
+
+
 def _bits(n):
     """Bits of an index below ``n`` (at least 1)."""
     return max(1, (n - 1).bit_length())
@@ -67,10 +74,13 @@ def _bits(n):
 class RowLayouts:
     """MR-TXS-201..205: the row scheduler's fixed-width records of one instance."""
 
-    def __init__(self, conns, streams, paths, depth, chunk_window, resend_depth, pacing=False):
+    def __init__(self, conns, streams, paths, depth, chunk_window, resend_depth, pacing=False,
+                 late_cap=None):
         self.conns, self.streams, self.paths, self.depth = conns, streams, paths, depth
+        self.late_cap = late_cap_of(depth, late_cap)
         self.resend_depth = resend_depth
-        ptr = (2 * depth - 1).bit_length()               # ring positions mod 2 x depth
+        # ring positions mod 2^LAP_BITS x depth (MR-TXS-490)
+        ptr = ((1 << records.LAP_BITS) * depth - 1).bit_length()
         # MR-TXS-201: the connection's own fields
         # MR-TXS-337: with pacing, the pacing condition's (a turn asked for and not back, the
         # time moved, paced, the last turn's time, in the late queue)
@@ -89,14 +99,19 @@ class RowLayouts:
         self.entry = data.StructLayout({
             "op": 3, "length": 32, "nchunks": _CHUNK + 1, "next_chunk": _CHUNK + 1,
             "ack_base": _CHUNK + 1, "ack_bits": chunk_window, "status": 5,
-            "out": (paths * (P.SEND_WINDOW - 1)).bit_length(), "lap": 1, "rsp": 1, "err": 1,
+            "out": (paths * (P.SEND_WINDOW - 1)).bit_length(), "lap": records.LAP_BITS,
+            "rsp": 1, "err": 1,
             # MR-TXS-256: its chunks lost and not queued, bit chunk mod chunk_window
             "lnq": chunk_window})
         # MR-TXS-204: per path
         self.path = data.StructLayout({
             "next_psn": 24, "inflight": _BYTES, "pkts": (P.SEND_WINDOW - 1).bit_length(),
             "since_req": 4, "cwnd": _BYTES, "state": 2, "col": 1, "gen": GEN_BITS,
-            "tail_ok": 1, "tail_slot": _SLOT, "tail_chunk": _CHUNK, "tail_lap": 1})
+            "tail_ok": 1, "tail_slot": _SLOT, "tail_chunk": _CHUNK,
+            "tail_lap": records.LAP_BITS,
+            # MR-TXS-495: the connection's completions since the path's last acknowledged
+            # report not late, saturating at the cap
+            "quiet": self.late_cap.bit_length()})
         # MR-TXS-201: the resend FIFO's entries (message slot, chunk); MR-TXS-460: stale once
         # the message completed
         self.retx = data.StructLayout({"slot": _SLOT, "chunk": _CHUNK, "stale": 1})
@@ -121,9 +136,10 @@ def rows_restore_layout(conns=SMALL["conns"], paths=SMALL["paths"]):
 
 def row_layouts(conns=SMALL["conns"], streams=SMALL["streams"], paths=SMALL["paths"],
                 depth=SMALL["depth"], chunk_window=SMALL["chunk_window"],
-                resend_depth=SMALL["resend_depth"], pacing=False):
+                resend_depth=SMALL["resend_depth"], pacing=False, late_cap=None):
     """MR-TXS-200..205: the records of an instance (MR-TXS-337: ``pacing``'s fields)."""
-    return RowLayouts(conns, streams, paths, depth, chunk_window, resend_depth, pacing)
+    return RowLayouts(conns, streams, paths, depth, chunk_window, resend_depth, pacing,
+                      late_cap)
 
 
 def late_layout(conns):
@@ -303,12 +319,16 @@ sent, completion, now)``."""
         # MR-TXS-470: no schedule op right behind an operation of its connection
         self.sched_hold = bool(sched_hold)
         self.sched_waits = 0
+        # MR-TXS-497: acknowledged reports still to take that zero no quiet count (a lost
+        # report overtook an acknowledged one held by MR-TXS-285/287)
+        self.hush = 0
+        self.overtakes = 0              # lost reports that overtook one (for tests)
         # MR-TXS-485 (negative controls only): "always", an initial PSN lands after its
         # connection started; "dropped", it never lands
         assert psn_wrong in (None, "always", "dropped")
         self.psn_wrong = psn_wrong
         self.rl = row_layouts(conns, streams, paths, depth, prm["chunk_window"],
-                              prm["resend_depth"], self.pacing)
+                              prm["resend_depth"], self.pacing, prm.get("late_cap"))
         self.lay = layouts(conns, streams, paths, depth)
         # one connection's semantics (TxSchedModel), loaded from and stored to a row per op
         self.last_active_kept = bool(last_active_kept)
@@ -422,7 +442,8 @@ sent, completion, now)``."""
                "entries": [_unpack(rl.entry, 0) for _ in range(S * D)],
                "paths": [{"next_psn": 0, "inflight": 0, "pkts": 0, "since_req": 0,
                           "cwnd": self.prm["cwnd"], "state": 0, "col": 0, "gen": 0, "tail_ok": 0,
-                          "tail_slot": 0, "tail_chunk": 0, "tail_lap": 0} for _ in range(Pn)],
+                          "tail_slot": 0, "tail_chunk": 0, "tail_lap": 0, "quiet": 0}
+                         for _ in range(Pn)],
                "retx": [{"slot": 0, "chunk": 0, "stale": 0}
                         for _ in range(self.prm["resend_depth"])]}
         return pack_row(rl, row)
@@ -467,7 +488,7 @@ sent, completion, now)``."""
             tail = ((e, pr["tail_slot"], pr["tail_chunk"])
                     if pr["tail_ok"] and e is not None and e["lap"] == pr["tail_lap"] else None)
             sem.path[p] = {k: pr[k] for k in ("next_psn", "inflight", "pkts", "since_req",
-                                              "cwnd", "state", "col", "gen")}
+                                              "cwnd", "state", "col", "gen", "quiet")}
             sem.path[p].update(tail=tail, rst=0)
         return row
 
@@ -509,7 +530,7 @@ sent, completion, now)``."""
             ps = sem.path[p]
             t = ps["tail"]
             pr = {k: ps[k] for k in ("next_psn", "inflight", "pkts", "since_req", "cwnd",
-                                     "state", "col", "gen")}
+                                     "state", "col", "gen", "quiet")}
             if t is None:
                 pr.update(tail_ok=0, tail_slot=0, tail_chunk=0, tail_lap=0)
             else:
@@ -865,6 +886,15 @@ sent, completion, now)``."""
         lay, b = self.lay, self.b
         pick = self._pick()
         taken = pick.kind if pick is not None else None
+        # MR-TXS-497: a lost report taken while an acknowledged one waits in its register
+        # overtakes it and perhaps those behind it in the unit's queue (HUSH at most): the
+        # next HUSH acknowledged reports zero no quiet count (MR-TXS-495)
+        if taken == "lost" and self.b["acked"] is not None:
+            self.hush = HUSH
+            self.overtakes += 1
+        elif taken == "acked":
+            pick.f = dict(pick.f, hush=int(self.hush > 0))
+            self.hush = max(0, self.hush - 1)
         if pick is None or pick.kind != "sched":
             self.sched_waits += self._held_by_hold()
         def free(k):

@@ -696,3 +696,38 @@ def test_cycle_model_verdicts_in_order_with_probes():
     assert _verdicts(res["probe"]) == [P.PATH_SUSPECT]
     m, res, _ = _run_timed([it for it in _probe_items() if it[0] != "ack"])
     assert _verdicts(res["probe"]) == [P.PATH_REROUTE]
+
+
+def test_acknowledged_not_late_empties_the_lost_prefix():
+    """MR-TX-504 (live47, the fact hw-tx-sched.md MR-TXS-495 rests on): over random sends,
+    timeouts and ACKs (cumulative and SACK) of one path, every ACK that reports a record
+    acknowledged and not late, or a gap loss, resolved the path's whole lost prefix: after it
+    no record a timeout reported lost is left (``lost_upto`` not ahead of ``floor``), and its
+    late reports all come before its others (PSN order)."""
+    import random
+    rng = random.Random(47)
+    m = RetransmitModel(*SMALL)
+    st = m.state(m.row(CONN, PATH))
+    psn, now, checked, late = 0, 0, 0, 0
+    for _ in range(3000):
+        now += 100
+        r = rng.random()
+        if r < 0.45 and m.used < m.lay.pool and P.send_window_open(st["floor"], st["next_psn"]):
+            assert m.sent(rc.sent_item(CONN, PATH, psn, slot=psn % 8, chunk=psn % 64, t=now)[1])
+            psn = P.psn_add(psn, 1)
+        elif r < 0.55 and st["timer_on"]:
+            m.timeout(CONN, PATH, now)
+        elif st["floor"] != st["next_psn"]:
+            span = P.psn_dist(st["floor"], st["next_psn"])
+            cum = P.psn_add(st["floor"], rng.randrange(span + 1))
+            room = P.psn_dist(cum, st["next_psn"]) - 1
+            sack = rng.getrandbits(max(0, min(room, 16))) if room > 0 else 0
+            out = m.ack(rc.ack_item(CONN, PATH, cum, sack)[1], now=now)
+            kinds = [int(d.late) for d in out if d.kind == "acked"]
+            late += sum(kinds)
+            if any(d.kind == "resend" or not d.late for d in out):
+                assert P.psn_dist(st["floor"], st["lost_upto"]) <= 0
+                flags = [d.late for d in out]
+                assert flags == sorted(flags, reverse=True)     # late ones first
+                checked += 1
+    assert checked > 50 and late > 20, (checked, late)

@@ -40,7 +40,7 @@ def run_lockstep(items, *, params=SMALL, seed=0, carry_chain=None, writes=None, 
     assert core.mismatches == 0
     summary = tc.check(TxSchedModel(**params), items, drv.res, kw.get("rsps", ()))
     return dict(drv.res, compared=core.cycle, packets=packets, cw_holds=model.cw_holds,
-                **summary)
+                late_refused=model.sem.late_refused, **summary)
 
 
 @pytest.mark.slow
@@ -860,15 +860,15 @@ def test_resend_head_nb_wrong_forms_fail(wrong):
                             1, p_cwnd=0.2, cwnd_hi=8000)
 
 
-def assert_wrong_form_fails(form, items, seed, **kw):
+def assert_wrong_form_fails(form, items, seed, params=SMALL, **kw):
     """The RTL with ``form`` (``(text, replacement)`` in hdl/tx_sched.py) loaded in place of
     hdl/tx_sched.py mismatches its model on ``items`` (driver seed ``seed``, 20 % idle inputs,
-    40 % backpressure, ``kw`` for the driver)."""
+    40 % backpressure, ``kw`` for the driver; ``params`` both's)."""
     mod = wrong_form("tx_sched", *form)
-    model = TxSchedCycleModel(64, **SMALL)
+    model = TxSchedCycleModel(64, **params)
     drv = tc.Driver(model.lay, items, seed=seed, p_idle=0.2, p_bp=0.4, **kw)
     with pytest.raises(Mismatch):
-        run_amaranth(mod.TxSched(64, **SMALL), model, drv, busy=model.busy)
+        run_amaranth(mod.TxSched(64, **params), model, drv, busy=model.busy)
 
 
 # MR-TXS-058/059's wrong forms, each loaded in place of the RTL by replacing its text in
@@ -1274,30 +1274,62 @@ def test_lockstep_path_states(seed):
     assert v[2] >= 5 and v[1] >= 3 and v[3] >= 1, dict(v)
 
 
-def test_lockstep_late_reports():
+#: MR-TXS-488: the late reports' lockstep with a quiet cap of 2 (MR-TXS-495: a smaller cap is as
+#: safe), so that its run has late reports counted and late reports refused by the count
+LATE_PARAMS = dict(SMALL, late_cap=2)
+
+
+@pytest.mark.parametrize("cap", [None, pytest.param(2, marks=pytest.mark.slow)])
+def test_lockstep_late_reports(cap):
     """MR-TXS-445, MR-TXS-446, MR-TXS-449: ``test_lockstep_path_states``' traffic at seed 2 with
     late ACKs (the driver's ``late_acks``: half the receiver's ACKs lost, every other flush
-    timing the paths out before it ACKs them): 15 reports flagged late, each naming a live
-    entry's sent chunk, among suspicions and reroutes: 0 mismatches, and the checker passes
-    (every work request completes once, every chunk sent). The wrong form, the late report
-    taken as any acknowledged report: ``test_late_report_wrong_form_fails`` (slow). It stands
+    timing the paths out before it ACKs them): 9 reports flagged late (15 before live46, whose
+    counted late chunks end messages sooner), each naming a live entry's sent chunk (counted,
+    MR-TXS-491), among suspicions and reroutes: 0
+    mismatches, and the checker passes (every work request completes once, every chunk sent).
+    The wrong forms (a late report's flight released; the late report ignored):
+    ``test_late_report_wrong_form_fails`` (slow). It stands
     for ``test_lockstep_path_states[1]`` in the default run (MR-TXS-113..120: the same verdicts
-    acted on, suspicions, reroutes and retirements, restores by late reports among them)."""
+    acted on, suspicions, reroutes and retirements, restores by late reports among them).
+    MR-TXS-488: ``[2]`` (slow) with a quiet cap of 2, late reports counted and refused by their
+    path's count (MR-TXS-495/498); ``[None]`` the default cap, never reached here."""
     items, kw = _path_state_run(2)
-    res = run_lockstep(items, late_acks=True, **kw)
+    res = run_lockstep(items, late_acks=True, params=dict(SMALL, late_cap=cap), **kw)
     v = res["verdicts"]
-    assert res["late"] >= 10 and v[2] >= 5 and v[1] >= 3 and v[3] >= 1, (res["late"], dict(v))
+    assert res["late"] >= 5 and v[2] >= 5 and v[1] >= 3 and v[3] >= 1, (res["late"], dict(v))
+    # MR-TXS-488/498: at the cap of 2 some late reports are refused by their path's count
+    assert (res["late_refused"] > 0) == (cap == 2), res["late_refused"]
+
+
+#: MR-TXS-491/492's wrong forms: the late report's flight released a second time (MR-TXS-446's
+#: wrong form), the late report ignored (the rule before live46), the completion with success
+#: not waiting for `out` 0
+LATE_WRONG = {
+    "releases_flight": ('rel_act = _named(m, rep_act & ~rr_late, "rel_act")',
+                        'rel_act = _named(m, rep_act, "rel_act")'),
+    "ignored": ('in_a, in_r = intake(ba_rep, ba_next, "a"), intake(br.as_value(), br_next, "r")\n',
+                'in_a, in_r = intake(ba_rep, ba_next, "a"), intake(br.as_value(), br_next, "r")\n'
+                '        in_a["base"] = in_a["base"] & ~ba.late\n'),
+    # MR-TXS-498: live46's rule, no quiet count (a late report counted at the cap)
+    "unguarded": ('rep_act = _named(m, busy & rr_ok & ~(rr_late & r_qfull), "rep_act")',
+                  'rep_act = _named(m, busy & rr_ok, "rep_act")'),
+    # the count never zeroed by an acknowledged report not late (its late reports refused
+    # sooner than the model's)
+    "never_reset": ("m.d.sync += p_quiet[row].eq(0)", "pass"),
+}
 
 
 @pytest.mark.slow
-def test_late_report_wrong_form_fails():
-    """MR-TXS-446 (negative control): the register scheduler taking a late report as any
-    acknowledged report (its flight released a second time, its chunk counted) mismatches the
-    model on ``test_lockstep_late_reports``' traffic."""
+@pytest.mark.parametrize("wrong", sorted(LATE_WRONG))
+def test_late_report_wrong_form_fails(wrong):
+    """MR-TXS-446, MR-TXS-491 (negative controls): the register scheduler releasing a late
+    report's flight, or ignoring a late report of the slot's present message (MR-TXS-446's rule
+    before live46), mismatches the model on ``test_lockstep_late_reports``' traffic."""
     items, kw = _path_state_run(2)
     kw = {k: v for k, v in kw.items() if k not in ("seed", "p_idle", "p_bp")}
-    assert_wrong_form_fails(('in_a["base"] = in_a["base"] & ~ba.late', 'in_a["base"] = in_a["base"]'),
-                            items, 2, late_acks=True, **kw)
+    # section 40's forms on the default cap (live46's run), MR-TXS-498's at the cap of 2
+    params = LATE_PARAMS if wrong in ("unguarded", "never_reset") else SMALL
+    assert_wrong_form_fails(LATE_WRONG[wrong], items, 2, params=params, late_acks=True, **kw)
 
 
 # MR-TXS-116/117/118's wrong forms: a probing path that takes a resend, the verdict's

@@ -1,9 +1,12 @@
 """The TX scheduler's model (models/tx_sched.py): its semantics on hand-made cases, the cycle
 model through the block's driver and checker, and the reference endpoint's sender on the same
 work requests (MR-TXS-051)."""
+import dataclasses
+
 import pytest
 
 from metaroce.models import protocol as P
+from metaroce.models import records
 from metaroce.models import tx_sched_cases as tc
 from metaroce.models.tx_sched import rsp_item
 from metaroce.models.tx_sched import (OP_READ, OP_SEND, OP_SEND_IMM, OP_WRITE, OP_WRITE_IMM, SMALL,
@@ -289,11 +292,11 @@ def test_late_report_of_a_reused_slot_ignored():
     assert sem.complete(sem.completion())["wr_id"] == depth
 
 
-def _unit_and_scheduler(conns=SMALL["conns"], paths=SMALL["paths"], late=True):
+def _unit_and_scheduler(conns=SMALL["conns"], paths=SMALL["paths"], late=True, **sem_kw):
     """The scheduler's semantics fed by the retransmit unit's (MR-TX-020..023, MR-TX-063;
     MR-TXS-445's late flag, cleared with ``late`` False: the unit before stl43): each packet
     the scheduler sends is recorded by the unit, the unit's reports go to the scheduler."""
-    sem = TxSchedModel(**dict(SMALL, cwnd=1 << 20, conn_window=1 << 20))
+    sem = TxSchedModel(**dict(SMALL, cwnd=1 << 20, conn_window=1 << 20, **sem_kw))
     rtx = RetransmitModel(conns, paths, 64)
 
     def send():
@@ -318,22 +321,21 @@ def rc_ack(*a, **kw):
     return rc.ack_item(*a, **kw)
 
 
-@pytest.mark.parametrize("late", [True, False])
-def test_timed_out_record_acknowledged_late_leaks_no_flight(late):
-    """MR-TXS-440..443 (issue 13, stl43: the TX-at-8/RX-at-1 atomics loopback's stall at
-    seed 2), the scheduler with the retransmit unit's semantics: message 0's packet A (path a)
-    times out and is reported lost (its flight leaves), its resend B is acknowledged and message
-    0 completes; the stream's messages take its ring slot again until one has A's slot and lap
-    (MR-TXS-142's one bit: two laps later) and is sent as C; path a is made probing. Then A's
-    late ACK arrives on path a. The unit reports A flagged late (MR-TXS-445) and the scheduler
-    takes from it its path's evidence only (MR-TXS-446, MR-TXS-447): path a restored (active,
-    its restore pending), no flight released, C's message in flight until C's own ACK, and then
-    every path's flight and packet count are 0 (MR-TXS-441's invariant). The same sequence is
-    the TX's default's (``Tx``/``TxCycleModel`` build the unit so, MR-TXS-448). Negative
-    control: the flag cleared (``late`` False, the unit before stl43): C's message completes on
-    A's report, unsent to its receiver, and C's own report finds no entry and keeps C's bytes
-    in its path's flight for ever (the engine's stall of session 42)."""
-    sem, rtx, send, feed, ack = _unit_and_scheduler(late=late)
+@pytest.mark.parametrize("form", ["lap", "identity_ignored"])
+def test_timed_out_record_acknowledged_late_leaks_no_flight(form):
+    """MR-TXS-440..443, MR-TXS-490/491, MR-TXS-493 (issue 13, stl43: the TX-at-8/RX-at-1 atomics loopback's
+    stall at seed 2), the scheduler with the retransmit unit's semantics: message 0's packet A
+    (path a) times out and is reported lost (its flight leaves), its resend B is acknowledged and
+    message 0 completes; the stream's messages take its ring slot again until one has A's slot
+    and a lap equal to A's in its low bit (two laps later: MR-TXS-142's one bit would name A's
+    message) and is sent as C; path a is made probing. Then A's late ACK arrives on path a,
+    reported flagged late (MR-TXS-445): its lap (LAP_BITS, MR-TXS-490) is not C's entry's, so
+    the scheduler takes its path's evidence only: path a restored, no flight released, no chunk
+    counted; C then times out and is resent. Negative control (``identity_ignored``: the report
+    given C's lap, the stale count the lap guards against, MR-TXS-491): C's chunk is counted
+    acknowledged on A's ACK, and when C times out its message completes with nothing resent,
+    its packet never acknowledged."""
+    sem, rtx, send, feed, ack = _unit_and_scheduler()
     depth = SMALL["depth"]
     sem.wr(tc.wr_item(0, 0, 100, wr_id=0))
     a = send()
@@ -352,28 +354,109 @@ def test_timed_out_record_acknowledged_late_leaks_no_flight(late):
         if k < 2 * depth:
             ack(c)
             assert sem.complete(sem.completion())["wr_id"] == k
-    assert (c["slot"], c["lap"]) == (a["slot"], a["lap"]) and c["path"] != a["path"]
+    assert c["slot"] == a["slot"] and c["path"] != a["path"]
+    assert c["lap"] != a["lap"] and c["lap"] % 2 == a["lap"] % 2
     sem.path_event({"conn": 0, "path": a["path"], "verdict": P.PATH_SUSPECT})
     assert sem.path[a["path"]]["state"] == PATH_PROBING
     flights = [(ps["inflight"], ps["pkts"]) for ps in sem.path], sem.conn[0]["inflight"]
-    ack(a)                                          # A's late ACK: reported flagged late
-    if not late:
-        # the unit before: the late report completes C's message, C's own report leaks
-        assert sem.complete(sem.completion())["wr_id"] == 2 * depth
-        ack(c)
-        assert sem.path[c["path"]]["inflight"] == 100 and sem.path[c["path"]]["pkts"] == 1
-        assert sem.conn[0]["inflight"] == 0
-        return
-    # MR-TXS-446: its path's evidence: path a restored; nothing else: no flight released
+    e = sem.entry_of(0, c["slot"], c["lap"])
+    late_reports = rtx.ack(rc_ack(a["conn"], a["path"], P.psn_add(a["psn"], 1), 0,
+                                  psn=a["psn"])[1])
+    assert [(d.kind, d.late) for d in late_reports] == [("acked", 1)]
+    if form == "identity_ignored":
+        late_reports = [dataclasses.replace(d, lap=c["lap"]) for d in late_reports]
+    feed(late_reports)                              # A's late ACK
+    # MR-TXS-446: its path's evidence: path a restored; no flight released either way
     assert sem.path[a["path"]]["state"] == PATH_ACTIVE and sem.path[a["path"]]["rst"]
     assert ([(ps["inflight"], ps["pkts"]) for ps in sem.path], sem.conn[0]["inflight"]) == flights
-    assert rtx.counters[CTR["acked"]] == 2 * depth + 1      # A counted
-    assert sem.completion() is None, "the message completed before its packet's ACK"
-    assert sem.path[c["path"]]["inflight"] == 100
-    ack(c)
+    assert rtx.counters[CTR["acked"]] == 2 * depth + 1      # A counted by the unit
+    assert sem.completion() is None and sem.path[c["path"]]["inflight"] == 100
+    # C times out (its path's timer): reported lost, its flight leaves
+    lost_c, _ = rtx.timeout(0, c["path"])
+    feed(lost_c)
+    if form == "identity_ignored":
+        # the wrong form: C's chunk counted on A's ACK, so C is not resent and its message
+        # completes with its one packet never acknowledged
+        assert sem.chunk_acked(e, 0) and not sem.conn[0]["retx"]
+        assert sem.complete(sem.completion())["wr_id"] == 2 * depth
+        return
+    assert not sem.chunk_acked(e, 0) and sem.completion() is None
+    c2 = send()                                     # C's resend
+    assert (c2["slot"], c2["lap"], c2["chunk"]) == (c["slot"], c["lap"], 0)
+    ack(c2)
     assert sem.complete(sem.completion())["wr_id"] == 2 * depth
     assert all((ps["inflight"], ps["pkts"]) == (0, 0) for ps in sem.path)
-    assert sem.conn[0]["inflight"] == 0 and not rtx.used
+    assert sem.conn[0]["inflight"] == 0
+
+
+def test_lap_widths():
+    """MR-TX-520, MR-TXS-490: the lap is ``records.LAP_BITS`` (8) bits in every carrier: the
+    unit's sent packet, record and reports, the scheduler's frame request and failure, the row
+    scheduler's entry and path; the ring positions count modulo 2^8 x depth. MR-TX-506,
+    MR-TXS-499 (live47): the unit's record and reports as live46 made them (the late reports'
+    guard is the scheduler's count, no unit field); the row's path has the 10-bit quiet count
+    (the cap 1,021 at depth 4)."""
+    from metaroce.models import retransmit
+    from metaroce.models.tx_sched import layouts
+    from metaroce.models.tx_sched_rows import row_layouts
+    assert records.LAP_BITS == 8
+    ru, lay, rl = retransmit.layouts(8, 4, 256), layouts(), row_layouts()
+    for carrier in (ru.sent, ru.rec, ru.resend, ru.acked, lay.frame, lay.fail, lay.acked,
+                    rl.entry):
+        assert carrier["lap"].width == records.LAP_BITS
+    assert rl.path["tail_lap"].width == records.LAP_BITS
+    assert (ru.rec.size, ru.sent.size, ru.acked.size) == (78, 113, 44)
+    depth = SMALL["depth"]
+    assert rl.stream["tail"].width == (depth - 1).bit_length() + records.LAP_BITS
+    sem = TxSchedModel(**SMALL)
+    assert sem.ring_mod == 256 * depth
+    assert sem.late_cap == 256 * depth - depth + 1 == 1021 and rl.path["quiet"].width == 10
+
+
+@pytest.mark.parametrize("resent", [False, True])
+def test_late_report_of_the_present_message_counts_its_chunk(resent):
+    """MR-TXS-491/492, MR-TXS-494 (live46: MR-TXS-447's liveness limit): message 0's packet A times out and
+    is reported lost (its flight leaves, its chunk queued for resend); then A's late ACK comes
+    while message 0 holds the slot (the lap the entry's). The scheduler counts A's chunk
+    acknowledged (as the reference endpoint, MR-EXO-002) and releases no flight. ``resent``
+    False: the queued resend is dropped (its chunk acknowledged), nothing more is sent and
+    the message completes at once. ``resent`` True: the resend B was sent before the late ACK:
+    the message waits for B's report (its `out`, MR-TXS-492), completing on it; every path's
+    flight 0 at the end (MR-TXS-441's invariant). Negative control: the late report ignored
+    (MR-TXS-446's rule before live46): the chunk stays unacknowledged."""
+    sem, rtx, send, feed, ack = _unit_and_scheduler()
+    sem.wr(tc.wr_item(0, 0, 100, wr_id=0))
+    a = send()
+    timed_out, _ = rtx.timeout(0, a["path"])
+    feed(timed_out)
+    assert sem.conn[0]["retx"] and sem.conn[0]["inflight"] == 0
+    e = sem.entry_of(0, a["slot"], a["lap"])
+    if resent:
+        b = send()
+        assert b["path"] != a["path"] and e["out"] == 1
+    late = rtx.ack(rc_ack(a["conn"], a["path"], P.psn_add(a["psn"], 1), 0, psn=a["psn"])[1])
+    assert [(d.kind, d.late) for d in late] == [("acked", 1)]
+    # the wrong form (the rule before): a late report taken as one of a slot not live
+    wrong = TxSchedModel(**dict(SMALL, cwnd=1 << 20, conn_window=1 << 20))
+    assert not wrong.report({**{k: getattr(late[0], k) for k in
+                                ("conn", "path", "slot", "chunk", "abort")},
+                             "lap": 7, "late": 1}, lost=False)
+    flights = [(ps["inflight"], ps["pkts"]) for ps in sem.path], sem.conn[0]["inflight"]
+    feed(late)
+    assert sem.chunk_acked(e, 0), "MR-TXS-491: the late report's chunk counted"
+    assert ([(ps["inflight"], ps["pkts"]) for ps in sem.path], sem.conn[0]["inflight"]) == flights
+    if not resent:
+        act = sem.decide()
+        assert act is not None and act[0] == "drop"     # the queued resend: acknowledged
+        sem.apply(act)
+        assert sem.decide() is None
+        assert sem.complete(sem.completion())["wr_id"] == 0
+    else:
+        assert sem.completion() is None and e["out"] == 1, "MR-TXS-492: B still in flight"
+        ack(b)
+        assert sem.complete(sem.completion())["wr_id"] == 0
+    assert all((ps["inflight"], ps["pkts"]) == (0, 0) for ps in sem.path)
+    assert sem.conn[0]["inflight"] == 0
 
 
 def test_windows_bind():
@@ -450,8 +533,8 @@ def test_atomic_layouts_keep_the_other_ops_bits():
     assert lay.wr["swap"].offset == 260 and lay.wr.size == 388
     # MR-TXS-121: and the entropy generation after them (4 bits, 563 from 559)
     assert [n for n, _ in lay.frame][-5:] == ["slot", "swap", "compare", "gen", "lap"]
-    # MR-TXS-411: and the entry's lap after it (1 bit)
-    assert lay.frame["gen"].offset == 559 and lay.frame.size == 564
+    # MR-TXS-411: and the entry's lap after it (MR-TXS-490: LAP_BITS)
+    assert lay.frame["gen"].offset == 559 and lay.frame.size == 563 + records.LAP_BITS
     sem = TxSchedModel(**dict(SMALL, mtu=256))
     assert sem.wr(tc.wr_item(0, 0, 8, wr_id=1, op=7, swap=1))["status"] == STATUS_LOC_QP_OP_ERR
     for k, op in enumerate((OP_WRITE, OP_WRITE_IMM, OP_SEND, OP_SEND_IMM, OP_READ)):
@@ -1042,17 +1125,15 @@ def test_endpoint_health_ages(seed):
 
 def test_endpoint_probe_of_a_completed_message():
     """MR-TX-206: the one run of the sweep left (seed 19 on 4 paths) parts at an expiry, not at
-    an age, when the scheduler counts a late ACK's chunk as the endpoint does (``late_counted``):
-    the endpoint's newest record on the path belongs to a message it no longer holds, so it
-    times out where the unit (which knows no messages) probes. MR-TXS-447: as the unit reports
-    it (flagged late, MR-TXS-445) the run parts earlier, at the first frame after a late ACK
-    whose chunk the endpoint counts and the scheduler does not (its resend's report will)."""
-    with pytest.raises(tc.Diverged) as e:
-        tc.endpoint_probes(19, paths=4, late_counted=True)
-    assert e.value.kind == "decision" and "decides probe" in str(e.value)
-    with pytest.raises(tc.Diverged) as e:
-        tc.endpoint_probes(19, paths=4)
-    assert e.value.kind == "late" and "frame 169:" in str(e.value)
+    an age: the endpoint's newest record on the path belongs to a message it no longer holds,
+    so it times out where the unit (which knows no messages) probes. MR-TXS-491 (live46): the
+    scheduler counts the late ACK's chunk as the endpoint does, as the unit reports it (flagged
+    late), so the run parts there, as with ``late_counted``; until live46 it parted earlier
+    (kind "late", frame 169, MR-TXS-447)."""
+    for late_counted in (False, True):
+        with pytest.raises(tc.Diverged) as e:
+            tc.endpoint_probes(19, paths=4, late_counted=late_counted)
+        assert e.value.kind == "decision" and "decides probe" in str(e.value)
 
 
 @pytest.mark.parametrize("seed,paths", [(6, 2), (8, 2), (2, 4), (11, 4)])
@@ -1062,17 +1143,13 @@ def test_endpoint_path_verdicts(seed, paths):
     verdicts given to the scheduler, every frame after them is the endpoint's (the suspected
     path's one packet at a time with AckReq, no resend on it, its restore by the ACK of its
     packet). These runs parted at the first frame after the timeout before the path states.
-    MR-TXS-249: the replay's scheduler keeps the last active path (MR-TXS-290). MR-TXS-447:
-    seed 11 on 4 paths has a late ACK (a timed-out packet's) whose chunk the endpoint counts:
-    as the unit reports it (flagged) the run parts at the next frame, after its verdicts; with
-    the chunk counted as the endpoint does (``late_counted``) it agrees to the end."""
+    MR-TXS-249: the replay's scheduler keeps the last active path (MR-TXS-290). MR-TXS-491:
+    seed 11 on 4 paths has a late ACK (a timed-out packet's) whose chunk the endpoint counts;
+    the scheduler counts it too (live46; until then the run parted at frame 179, kind "late",
+    MR-TXS-447) and the run agrees to the end."""
     a, _, ca, _ = tc._endpoint_pair(paths, 2)
     assert tc._model_for(a, ca, 2, 2, 4).last_active_kept
-    if (seed, paths) == (11, 4):
-        with pytest.raises(tc.Diverged) as e:
-            tc.endpoint_probes(seed, paths=paths)
-        assert e.value.kind == "late" and e.value.timeouts and "frame 179:" in str(e.value)
-    r = tc.endpoint_probes(seed, paths=paths, late_counted=(seed, paths) == (11, 4))
+    r = tc.endpoint_probes(seed, paths=paths)
     st = r["stats"]
     assert st["timeouts"] and st.get("paths_suspected") and r["frames"] == st["data_packets_sent"]
 
@@ -1113,11 +1190,12 @@ def test_suspected_path_one_packet_at_a_time():
 
 
 def test_late_report_restores_probing_path_releases_no_flight():
-    """MR-TXS-446, MR-TXS-447: a late acknowledged report (MR-TXS-445: its record a timeout
-    reported lost) of a probing path's packet restores the path (active, its restore pending,
-    MR-TXS-116/184) and changes nothing else: no path's or the connection's flight, no packet
-    count, the chunk not acknowledged, its entry's `out` kept. Control: the same report not
-    flagged (the unit before stl43) takes the connection's flight and acknowledges the chunk."""
+    """MR-TXS-446, MR-TXS-447, MR-TXS-491: a late acknowledged report (MR-TXS-445: its record a
+    timeout reported lost) of a probing path's packet restores the path (active, its restore
+    pending, MR-TXS-116/184), releases no path's or the connection's flight, no packet count,
+    keeps its entry's `out` (its resend's), and (since live46) counts its chunk acknowledged.
+    Control: the same report not flagged (the unit before stl43) takes the connection's flight
+    and the entry's `out` too."""
     def run(late):
         sem = _one_path_sem()
         sem.path_event({"conn": 0, "path": 0, "verdict": P.PATH_SUSPECT})
@@ -1137,7 +1215,7 @@ def test_late_report_restores_probing_path_releases_no_flight():
         assert sem.path[0]["state"] == PATH_ACTIVE and sem.path[0]["rst"]
         return before, after
     before, after = run(True)
-    assert after == before
+    assert after[:3] == before[:3] and after[3:] != before[3:]
     before, after = run(False)
     assert after[1] < before[1] and after[2] == before[2] - 1 and after[3:] != before[3:]
 
@@ -1217,3 +1295,83 @@ def test_last_active_path_rerouted_not_probing(verdict):
         sem.path[0]["state"] = PATH_ACTIVE      # an ACK restored path 0 (MR-TXS-116)
         sem.path_event({"conn": 0, "path": 3, "verdict": verdict})
         assert sem.path[3]["state"] == PATH_PROBING
+
+
+@pytest.mark.parametrize("form", ["guard", "live46"])
+def test_late_report_after_a_full_ring_of_laps_counts_nothing(form):
+    """MR-TXS-486, MR-TXS-495/496 (live47; issue 12: MR-TXS-493's limitation): message 0's
+    packet A (path a) times out and is reported lost, its resend is acknowledged and message 0
+    completes; path a's ACKs stop (its window 0: nothing else is sent on it), A waits in its
+    lost prefix while the stream takes 2^LAP_BITS x depth messages, the last, C, having A's slot
+    and lap (MR-TXS-490's identity wrapped); C is sent on another path. Then A's ACK comes,
+    reported late: path a's quiet count (the connection's completions since its last
+    acknowledged report not late) is at the cap, so the report changes nothing but its path's
+    evidence; C times out, is resent and completes on its own packet's ACK. Negative control
+    (``live46``: ``late_guard`` False, the rule without the count): A's report counts C's chunk,
+    and on C's timeout C completes with success, its one packet never acknowledged."""
+    sem, rtx, send, feed, ack = _unit_and_scheduler(late_guard=form == "guard")
+    n = sem.ring_mod
+    sem.wr(tc.wr_item(0, 0, 100, wr_id=0))
+    a = send()
+    timed_out, error = rtx.timeout(0, a["path"])
+    assert not error
+    feed(timed_out)
+    sem.set_cwnd(0, a["path"], 0)
+    ack(send())
+    assert sem.complete(sem.completion())["wr_id"] == 0
+    for k in range(1, n + 1):
+        sem.wr(tc.wr_item(0, 0, 100, wr_id=k))
+        c = send()
+        if k < n:
+            ack(c)
+            assert sem.complete(sem.completion())["wr_id"] == k
+    assert (c["slot"], c["lap"]) == (a["slot"], a["lap"]) and c["path"] != a["path"]
+    assert sem.path[a["path"]]["quiet"] == sem.late_cap == n - SMALL["depth"] + 1
+    e = sem.entry_of(0, c["slot"], c["lap"])
+    late = rtx.ack(rc_ack(a["conn"], a["path"], P.psn_add(a["psn"], 1), 0, psn=a["psn"])[1])
+    assert [(d.kind, d.late, d.slot, d.lap) for d in late] == [("acked", 1, c["slot"], c["lap"])]
+    feed(late)
+    assert sem.path[a["path"]]["state"] == PATH_ACTIVE          # its path's evidence either way
+    assert sem.chunk_acked(e, 0) == (form == "live46")
+    lost_c, _ = rtx.timeout(0, c["path"])
+    feed(lost_c)                                    # C's flight leaves; nothing of it in flight
+    if form == "live46":
+        # the wrong form: C completes with success on A's acknowledgement
+        assert sem.complete(sem.completion()) == {**sem.cqe_of(e, 0)} and e["wr_id"] == n
+        return
+    assert sem.completion() is None
+    c2 = send()
+    assert (c2["slot"], c2["lap"], c2["chunk"]) == (c["slot"], c["lap"], 0)
+    ack(c2)
+    assert sem.complete(sem.completion())["wr_id"] == n
+    assert sem.path[c2["path"]]["quiet"] == 1 and sem.path[a["path"]]["quiet"] == sem.late_cap
+
+
+@pytest.mark.parametrize("completions", [2, 3])
+def test_late_report_counts_below_the_quiet_cap(completions):
+    """MR-TXS-487, MR-TXS-495 (the bound's edge, ``late_cap`` 3: a smaller cap is as safe):
+    message 0 (stream 0) has its packet A time out on path a; the connection completes
+    ``completions`` messages of stream 1 (so path a's quiet count is that many: path a has no
+    acknowledged report not late since); A's late report then names message 0, still live.
+    Below the cap (2) it counts its chunk; at the cap (3) it counts nothing (the count cannot
+    tell the present message from one 2^LAP_BITS x depth later: a late chunk given up, never a
+    wrong one), and message 0 completes on its resend's ACK either way."""
+    sem, rtx, send, feed, ack = _unit_and_scheduler(late_cap=3)
+    sem.wr(tc.wr_item(0, 0, 100, wr_id=0))
+    a = send()
+    feed(rtx.timeout(0, a["path"])[0])
+    sem.set_cwnd(0, a["path"], 0)
+    e = sem.entry_of(0, a["slot"], a["lap"])
+    resend = send()                                 # A's chunk, resent on another path
+    assert resend["slot"] == a["slot"] and resend["path"] != a["path"]
+    sem.set_cwnd(0, resend["path"], 0)              # no other ACK of its path before its own
+    for k in range(completions):
+        sem.wr(tc.wr_item(0, 1, 100, wr_id=10 + k))
+        ack(send())
+        assert sem.complete(sem.completion())["wr_id"] == 10 + k
+    assert sem.path[a["path"]]["quiet"] == completions
+    feed(rtx.ack(rc_ack(a["conn"], a["path"], P.psn_add(a["psn"], 1), 0, psn=a["psn"])[1]))
+    assert sem.chunk_acked(e, 0) == (completions < 3)
+    assert sem.completion() is None                 # the resend still in flight (MR-TXS-492)
+    ack(resend)
+    assert sem.complete(sem.completion())["wr_id"] == 0

@@ -176,18 +176,20 @@ def test_rows_stall_sweep():
 
 def test_row_widths():
     """MR-TXS-200..206, MR-TXS-233: the row's fields are bounded (a value that does not fit is refused) and
-    its width is the sum of the fields': 2,520 bits at 4,096 x 8 with MR-TXS-001's small shape
-    (2 streams x 4 messages, chunk window 16, resend FIFO 8); 2,047 with 4 paths; the
-    descriptor 400 (MR-TXS-482: the connection's ``started`` bit, 2,519 and 2,046 before).
-    MR-TXS-256: the entry's lost-not-queued bits, ``chunk_window`` of them
-    (133 + 16 = 149), 128 bits of the row at the small shape."""
+    its width is the sum of the fields': 2,754 bits at 4,096 x 8 with MR-TXS-001's small shape
+    (2 streams x 4 messages, chunk window 16, resend FIFO 8); 2,213 with 4 paths; the
+    descriptor 400. MR-TXS-256: the entry's lost-not-queued bits, ``chunk_window`` of them
+    (140 + 16 = 156), 128 bits of the row at the small shape. MR-TXS-490 (live46): the laps'
+    8 bits (the ring pointers', the entries' and the paths' `tail_lap`: 2,520 -> 2,674);
+    MR-TXS-482: the connection's ``started`` bit. MR-TXS-499 (live47): the path's 10-bit quiet
+    count (2,674 -> 2,754)."""
     rl = row_layouts(conns=4096, streams=2, paths=8, depth=4, chunk_window=16, resend_depth=8)
     sizes = {k: getattr(rl, k).size for k in ("conn", "stream", "entry", "path", "retx", "desc")}
-    assert sizes == {"conn": 62, "stream": 73, "entry": 149, "path": 116, "retx": 24,
+    assert sizes == {"conn": 62, "stream": 94, "entry": 156, "path": 133, "retx": 24,
                      "desc": 400}
     assert rl.entry["lnq"].shape == 16
-    assert rl.row.size == 62 + 2 * 73 + 8 * 149 + 8 * 116 + 8 * 24 == 2520
-    assert row_layouts(paths=4).row.size == 2047
+    assert rl.row.size == 62 + 2 * 94 + 8 * 156 + 8 * 133 + 8 * 24 == 2754
+    assert row_layouts(paths=4).row.size == 2213
     m = TxSchedRowsModel(64, **dict(SMALL, conns=4, paths=8))
     row = unpack_row(m.rl, m.mem[3])
     assert row["conn"]["rr"] == 3 and all(p["cwnd"] == SMALL["cwnd"] for p in row["paths"])
@@ -495,7 +497,8 @@ def test_rows_rtl_lockstep(prm, n, seed, kw):
 
 
 #: MR-TXS-449: lossy traffic with late ACKs (the driver's ``late_acks``) and the timeouts' verdicts
-_LATE_CASE = (dict(SMALL), 30, 2, {"late_acks": True, "loss": 0.5, "p_cwnd": 0.05, "cwnd_hi": 8000})
+#: MR-TXS-488: a quiet cap of 2 (MR-TXS-495), so that late reports are counted and refused
+_LATE_CASE = (dict(SMALL, late_cap=2), 30, 2, {"late_acks": True, "loss": 0.5, "p_cwnd": 0.05, "cwnd_hi": 8000})
 
 
 def test_rows_rtl_late_reports():
@@ -511,16 +514,29 @@ def test_rows_rtl_late_reports():
     assert drv.res["late"] >= 3 and sum(drv.res["verdicts"].values()) >= 3, \
         (drv.res["late"], dict(drv.res["verdicts"]))
     assert model.counts["sched"] >= n and model.counts["acked"] and model.counts["complete"]
+    assert model.sem.late_refused > 0, "MR-TXS-499: some late report refused at the cap"
+
+
+#: MR-TXS-491's wrong forms of the row RTL: the late report's flight released (MR-TXS-446's
+#: wrong form), the late report ignored (the rule before live46)
+ROWS_LATE_WRONG = {
+    "releases_flight": ("r_rel.eq(r_hit & ~a.late)", "r_rel.eq(r_hit)"),
+    "ignored": ("& ~(a.late & (rps.quiet == QCAP))),", "& ~a.late),"),
+    # MR-TXS-499: live46's rule, no quiet count; the count never zeroed
+    "unguarded": ("& ~(a.late & (rps.quiet == QCAP))),", "),"),
+    "never_reset": ("m.d.comb += np_.quiet.eq(0)", "pass"),
+}
 
 
 @pytest.mark.slow
-def test_rows_rtl_late_wrong_form_fails():
-    """MR-TXS-446 (negative control): the row scheduler's RTL taking a late report as any
-    acknowledged report (``r_hit`` without ``~late``) mismatches its model."""
+@pytest.mark.parametrize("wrong", sorted(ROWS_LATE_WRONG))
+def test_rows_rtl_late_wrong_form_fails(wrong):
+    """MR-TXS-446, MR-TXS-491 (negative controls): the row scheduler's RTL releasing a late
+    report's flight, or ignoring a late report of the slot's present message, mismatches its
+    model."""
     from metaroce.tb.lockstep import Mismatch, wrong_form
     prm, n, seed, kw = _LATE_CASE
-    bad = wrong_form("tx_sched_rows", "(rp_chunk < re.next_chunk)\n                             & ~a.late)",
-                     "(rp_chunk < re.next_chunk))")
+    bad = wrong_form("tx_sched_rows", *ROWS_LATE_WRONG[wrong])
     with pytest.raises(Mismatch):
         rows_lockstep(prm, n, seed, hdl=bad, **kw)
 
@@ -673,7 +689,7 @@ def test_rows_rtl_initial_psn_wrong_forms_fail(old, new):
 
 
 def test_rows_rtl_instances():
-    """MR-TXS-250, MR-TXS-255, MR-TXS-279, MR-TXS-284: the 4,096 x 8 instance is built (tail probes included) (row 2,520 bits, descriptor
+    """MR-TXS-250, MR-TXS-255, MR-TXS-279, MR-TXS-284: the 4,096 x 8 instance is built (tail probes included) (row 2,754 bits, descriptor
     word 8 records of 400 bits) with the ports of the register scheduler (MR-TXS-002: the same
     names and layouts, without its optional ones; MR-TXS-481: its initial-PSN port too),
     and ``conns`` out of 2..4,096 or not a power of two is refused, as the model's."""
@@ -682,7 +698,7 @@ def test_rows_rtl_instances():
     dut = TxSchedRows(64, **dict(SMALL, conns=4096, paths=8), init_rows=False)
     reg = TxSched(64, **dict(SMALL, conns=256, paths=8))
     dut._MustUse__silence = reg._MustUse__silence = True      # built, not elaborated
-    assert dut.rl.row.size == 2520 and dut.rl.desc.size * 8 == 3200
+    assert dut.rl.row.size == 2754 and dut.rl.desc.size * 8 == 3200
     assert set(dut.signature.members) == set(reg.signature.members)
     small, reg_small = TxSchedRows(64, **SMALL), TxSched(64, **SMALL)
     small._MustUse__silence = reg_small._MustUse__silence = True
@@ -1332,8 +1348,9 @@ def test_rows_probe_after_slot_reuse_dropped():
     """MR-TXS-271: the tail-slot case (:func:`tail_reuse_steps`): the row model drops the
     probe (the register scheduler's replay agrees), with the conditions of the case met at the
     end (path 0: next PSN 2, one packet in flight, newest packet at slot 0 lap 0, slot 0 live
-    at lap 0 again); the RTL in lockstep: 0 mismatches; the RTL without the work request's
-    clear of ``tail_ok`` rebuilds a frame there and mismatches (slow)."""
+    at lap 0 again with one lap bit: lap 2 of LAP_BITS since MR-TXS-490, the lap compare dropping
+    it too); the RTL in lockstep: 0 mismatches; the RTL without the work request's clear of
+    ``tail_ok`` rebuilds a frame there and mismatches (slow)."""
     m = TxSchedRowsModel(64, **SMALL)
     drv = run_alone(m, StepDriver(m.lay, tail_reuse_steps()))
     pf = [e for e in m.events if e[0] == "probe"]
@@ -1341,7 +1358,8 @@ def test_rows_probe_after_slot_reuse_dropped():
     replay(m)
     row = unpack_row(m.rl, m.mem[0])
     p0, e0 = row["paths"][0], row["entries"][0]
-    assert (p0["next_psn"], p0["pkts"], p0["tail_slot"], e0["lap"]) == (2, 1, 0, 0)
+    assert (p0["next_psn"], p0["pkts"], p0["tail_slot"], e0["lap"]) == (2, 1, 0, 2)
+    assert p0["tail_lap"] == 0
     assert [f["mrdh_path"] for f in drv.frames[:2]] == [0, 0] and len(drv.frames) == 10
     assert row["streams"][0]["tail"] - row["streams"][0]["done"] == 1      # slot 0 live
 
@@ -1362,8 +1380,56 @@ def test_rows_rtl_probe_after_slot_reuse():
 @pytest.mark.slow
 def test_rows_rtl_probe_after_slot_reuse_without_clear_fails():
     """MR-TXS-271 (negative control): the RTL without the work request's clear of the paths'
-    ``tail_ok`` rebuilds a frame of the slot's new message and mismatches the model."""
-    from metaroce.tb.lockstep import Mismatch, wrong_form
-    hdl = wrong_form("tx_sched_rows", "m.d.comb += mid.paths[p].tail_ok.eq(0)", "pass")
+    ``tail_ok`` rebuilds a frame of the slot's new message and mismatches the model. Since
+    MR-TXS-490 (live46) the case's new message has lap 2, not the tail's 0, and the tail's lap
+    compare drops the probe too, so the wrong form also compares one lap bit (as before
+    live46): the clear is what drops it once the slot's lap comes round (2^LAP_BITS laps)."""
+    import importlib.util
+    import types
+    from metaroce.tb.lockstep import Mismatch
+    spec = importlib.util.find_spec("metaroce.hdl.tx_sched_rows")
+    src = open(spec.origin).read()
+    edits = [("m.d.comb += mid.paths[p].tail_ok.eq(0)", "pass"),
+             ("& (ge.lap == tps.tail_lap) &", "& (ge.lap[0] == tps.tail_lap[0]) &")]
+    for a, b in edits:
+        assert src.count(a) == 1, a
+        src = src.replace(a, b)
+    hdl = types.ModuleType("metaroce.hdl._tx_sched_rows_wrong")
+    hdl.__package__, hdl.__source__ = "metaroce.hdl", src
+    exec(compile(src, spec.origin, "exec", dont_inherit=True), hdl.__dict__)
     with pytest.raises(Mismatch):
         tail_reuse_lockstep(hdl)
+
+
+#: MR-TXS-497's wrong form: the acknowledged reports after an overtaking lost report zero
+#: their paths' quiet counts all the same
+ROWS_HUSH_WRONG = ("ta.hush.eq(taken[K_ACKED] & (hush != 0)),", "")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("form", ["rtl", "hush_ignored"])
+def test_rows_rtl_overtaking_lost_reports(form):
+    """MR-TXS-497, MR-TXS-499 (live47): with restores and ``m_restore.ready`` 2 % of cycles
+    (acknowledged reports held by MR-TXS-285's restore queue) and late ACKs at a quiet cap of 2,
+    lost reports overtake waiting acknowledged ones, and the acknowledged reports taken next
+    zero no quiet count: the RTL in lockstep with its model, 0 mismatches, every work request
+    completing and the replay agreeing. Negative control (``hush_ignored``): the RTL zeroing
+    the counts all the same mismatches."""
+    from metaroce.hdl import tx_sched_rows
+    from metaroce.tb.lockstep import Mismatch, run_amaranth, wrong_form
+    prm = dict(SMALL, late_cap=2)
+    seed = 2
+    m = TxSchedRowsModel(64, **prm, restores=True)
+    items = tc.traffic(TxSchedModel(**prm), 40, seed=seed)
+    drv = RowsRestoreDriver(m.lay, items, restore_lay=m.restore_lay, seed=seed, p_rready=0.02,
+                            late_acks=True, **STALL_KW)
+    hdl = wrong_form("tx_sched_rows", *ROWS_HUSH_WRONG) if form == "hush_ignored" else tx_sched_rows
+    dut = hdl.TxSchedRows(64, **prm, restores=True)
+    if form == "hush_ignored":
+        with pytest.raises(Mismatch):
+            run_amaranth(dut, m, drv, busy=m.busy)
+        return
+    core = run_amaranth(dut, m, drv, busy=m.busy)
+    assert core.mismatches == 0 and m.overtakes > 0 and m.sem.late_refused > 0
+    assert len(drv.res["cqe"]) == len(items)
+    replay(m)
