@@ -8,21 +8,28 @@ from __future__ import annotations
 
 import random
 
-from .cwnd import (LAT_BAND, MOVE_DIV_BITS, REFILL_DIV_BITS, Closed, CwndControl, CwndModel,
-                   layouts)
+from .cwnd import (LAT_BAND, MOVE_DIV_BITS, RATE_BITS, REFILL_DIV_BITS, Closed, CwndControl,
+                   CwndModel, layouts)
 from .driver import CounterReadout
 from .rx import pack, unpack
 
 __all__ = ["CwndControlCycleModel", "WindowsEnv", "MOVE_DIV_BITS", "REFILL_DIV_BITS",
-           "LAT_MOVE_SCALED", "LAT_MOVE_SLOT", "LAT_REFILL_CALM", "INPUTS", "OUTPUTS", "move_cycles", "refill_cycles",
+           "LAT_MOVE_SCALED", "LAT_MOVE_SLOT", "LAT_REFILL_CALM", "MUL_STEPS", "REFILL_SLOT",
+           "REFILL_W", "INPUTS", "OUTPUTS", "move_cycles", "refill_cycles",
            "cwnd_control_model_small"]
 
-#: MR-CW-129: a scaled slot: the slot's state, the product in two, the division, the clamp in
-#: two; a slot not scaled: its state and the clamp
-LAT_MOVE_SCALED = 5 + MOVE_DIV_BITS
+#: MR-CW-137 (MR-CW-129's with one adder): a scaled slot: the slot's state, the product (a
+#: multiplier bit a cycle), the division, the clamp in two; a slot not scaled: its state and
+#: the clamp
+MUL_STEPS = RATE_BITS
+LAT_MOVE_SCALED = 3 + MUL_STEPS + MOVE_DIV_BITS
 LAT_MOVE_SLOT = 3
-#: MR-CW-129: a refill's calm path: the pick, the division, the room, the min, the adds
-LAT_REFILL_CALM = REFILL_DIV_BITS + 4
+#: MR-CW-139: a refill's calm path: the pick, the division, the room, the min, the two adds
+LAT_REFILL_CALM = REFILL_DIV_BITS + 5
+#: MR-CW-138/139: a refill's cycles a slot (W, the echo's time, the cap, the calm test) and
+#: those for W' and the shortfall
+REFILL_SLOT = 4
+REFILL_W = 6
 
 INPUTS = ["s_ev__valid", "s_ev__payload", "s_setup__valid", "s_setup__payload",
           "s_upd__valid", "s_upd__payload", "m_setup__ready", "m_ack__ready",
@@ -32,15 +39,15 @@ OUTPUTS = ["s_ev__ready", "s_setup__ready", "s_upd__ready", "m_setup__valid",
 
 
 def move_cycles(paths, scaled):
-    """MR-CW-129: a move's cycles after the band taken, before the scan."""
+    """MR-CW-129/137: a move's cycles after the band taken, before the scan."""
     return paths * (LAT_MOVE_SCALED if scaled else LAT_MOVE_SLOT)
 
 
 def refill_cycles(calm, paths):
-    """MR-CW-129: a refill's cycles after the band taken, before the scan: two a slot (W and
-    the calm test), five for W' and the shortfall, each calm path's, the last pick and the
-    rest."""
-    return 2 * paths + 5 + calm * LAT_REFILL_CALM + 2
+    """MR-CW-138/139: a refill's cycles after the band taken, before the scan: four a slot (W,
+    the echo's time, the cap, the calm test), six for W' and the shortfall, each calm path's,
+    the last pick and the rest."""
+    return REFILL_SLOT * paths + REFILL_W + calm * LAT_REFILL_CALM + 2
 
 
 class CwndControlCycleModel:

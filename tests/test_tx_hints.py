@@ -287,7 +287,7 @@ def tx_control_run(wrong=None):
 
 @pytest.mark.slow
 def test_tx_control_lockstep():
-    """MR-TX-513 on the RTL: ``Tx(hints=True, control=True)`` against its model in the Amaranth
+    """MR-TX-513 (MR-TX-516's control path) on the RTL: ``Tx(hints=True, control=True)`` against its model in the Amaranth
     simulator on MR-TX-496's run (idle cycles, backpressure on every output, AXI latency): 0
     mismatches on every output every cycle, every work request completes, every update the RTL's
     windows gave the scheduler the model's (the move writes' windows among them), then the
@@ -308,6 +308,15 @@ def test_tx_control_round_caught_inside():
     assert seen != model.cw_updates
 
 
+@pytest.mark.slow
+def test_tx_control_mul_step_caught_inside():
+    """MR-TX-517: the TX with MR-CW-142's serial product testing the multiplier's next bit
+    (``control_wrong="mul_step"``): the windows' updates inside differ from the model's."""
+    core, drv, model, items, seen = tx_control_run("mul_step")
+    assert core.mismatches == 0
+    assert seen != model.cw_updates
+
+
 def control_verilator(env):
     from metaroce.sim import verilator as vl
     from metaroce.tb import build as tb_build
@@ -321,7 +330,7 @@ def control_verilator(env):
 @pytest.mark.slow
 @pytest.mark.parametrize("run", ["directed", "random"])
 def test_tx_control_verilator(run):
-    """MR-TX-513 under Verilator (``tb/tx.py`` ``tx_hints`` with ``TX_CONTROL=1``): MR-TX-496's
+    """MR-TX-513/517 under Verilator (``tb/tx.py`` ``tx_hints`` with ``TX_CONTROL=1``): MR-TX-496's
     directed and random runs on ``Tx(hints=True, control=True)``: 0 mismatches, every work
     request completed, every event's windows ``CwndModel``'s, moves and a refill made."""
     row = control_verilator({"TX_HINTS_RUN": run})
