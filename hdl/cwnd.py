@@ -24,6 +24,8 @@ path's next clean ACK raises its window to (two more cycles for that event).
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -152,7 +154,7 @@ class Cwnd(wiring.Component):
 
     def __init__(self, width=64, conns=model.SMALL["conns"], paths=model.SMALL["paths"],
                  div_bits=model.DIV_BITS, hints=False, carry_chain=None, verdicts=False,
-                 share_out=False):
+                 share_out=False, band_client=False):
         if div_bits not in (1, 2):
             self._MustUse__silence = True       # never elaborated: no warning for it
             raise ValueError(f"div_bits={div_bits}: 1 or 2 quotient bits per cycle")
@@ -162,6 +164,10 @@ class Cwnd(wiring.Component):
         if share_out and not verdicts:
             self._MustUse__silence = True
             raise ValueError("share_out needs verdicts (MR-CW-118)")
+        if band_client and not hints:
+            self._MustUse__silence = True
+            raise ValueError("band_client needs hints (MR-CW-145)")
+        self.band_client = band_client
         self.share_out = share_out
         self.div_bits = div_bits
         self.hints = hints
@@ -179,6 +185,11 @@ class Cwnd(wiring.Component):
         }
         if hints:
             ports.update(line_mbps=In(model.RATE_BITS), base_rtt_ns=In(model.RTT_BITS))
+        if band_client:
+            # MR-CW-145: a second client of the band unit (the control path's)
+            blay = model.band_layouts()
+            ports.update(s_band_req=In(stream.Signature(blay.req)),
+                         m_band_resp=Out(stream.Signature(blay.band)))
         if verdicts:
             ports["s_path"] = In(stream.Signature(lay.verdict))
         super().__init__(ports)
@@ -298,9 +309,11 @@ class Cwnd(wiring.Component):
             sgrown = Signal(WB + 1)
         if H:
             # MR-CW-060/061: the band unit, the event's rate and band, the path cap's excess
-            m.submodules.band = band = CwndBand()
-            m.d.comb += [band.line_mbps.eq(self.line_mbps), band.base_rtt_ns.eq(self.base_rtt_ns),
-                         band.mtu.eq(self.mtu)]
+            m.submodules.band = band = unit = CwndBand()
+            m.d.comb += [unit.line_mbps.eq(self.line_mbps), unit.base_rtt_ns.eq(self.base_rtt_ns),
+                         unit.mtu.eq(self.mtu)]
+            if self.band_client:
+                band = _band_share(m, unit, self.s_band_req, self.m_band_resp)
             rate_r = Signal(model.RATE_BITS)
             hinted = Signal()                   # the band applies to this event
             bcap = Signal.like(band.m_band.payload.cap)
@@ -785,6 +798,27 @@ class Cwnd(wiring.Component):
         return m
 
 
+def _band_share(m, unit, ext_req, ext_resp):
+    """MR-CW-145: ``unit`` (a ``CwndBand``) shared by the block (the returned interface, which
+    its FSM drives as the unit's) and a client (``ext_req``, ``ext_resp``): the block's request
+    first; the answer to whoever's request the unit took last."""
+    own = unit.signature.create(path=("band_own",))
+    owner = Signal(name="band_client_owns")     # the unit's request taken was the client's
+    m.d.comb += [unit.s_req.valid.eq(own.s_req.valid | ext_req.valid),
+                 unit.s_req.payload.eq(Mux(own.s_req.valid, own.s_req.payload.as_value(),
+                                           ext_req.payload.as_value())),
+                 own.s_req.ready.eq(unit.s_req.ready),
+                 ext_req.ready.eq(unit.s_req.ready & ~own.s_req.valid),
+                 own.m_band.valid.eq(unit.m_band.valid & ~owner),
+                 own.m_band.payload.eq(unit.m_band.payload),
+                 ext_resp.valid.eq(unit.m_band.valid & owner),
+                 ext_resp.payload.eq(unit.m_band.payload),
+                 unit.m_band.ready.eq(Mux(owner, ext_resp.ready, own.m_band.ready))]
+    with m.If(unit.s_req.valid & unit.s_req.ready):
+        m.d.sync += owner.eq(~own.s_req.valid)
+    return own
+
+
 def cwnd_small(width=64):
     """The small instance (MR-CW-001): 2 connections x 4 paths."""
     return Cwnd(width, **model.SMALL)
@@ -935,14 +969,16 @@ class CwndControl(wiring.Component):
     the move's product by shift and add, the wide shadows in memories: fewer LUTs, more cycles
     (MR-CW-140)."""
 
-    def __init__(self, conns=model.SMALL["conns"], paths=model.SMALL["paths"], wrong=None):
+    def __init__(self, conns=model.SMALL["conns"], paths=model.SMALL["paths"], wrong=None,
+                 band_port=False):
         if wrong not in (None, "round", "order", "mul_step"):
             self._MustUse__silence = True
             raise ValueError(f"wrong={wrong!r}")
         self.wrong = wrong
+        self.band_port = band_port
         self.conns, self.paths = conns, paths
         self.lay = lay = model.layouts(conns, paths, hints=True)
-        super().__init__({
+        ports = {
             "s_ev": In(stream.Signature(lay.ack)),
             "s_setup": In(stream.Signature(lay.setup)),
             "s_upd": In(stream.Signature(lay.update)),
@@ -952,7 +988,13 @@ class CwndControl(wiring.Component):
             "mtu": In(model.MTU_BITS),
             "line_mbps": In(model.RATE_BITS),
             "base_rtt_ns": In(model.RTT_BITS),
-        })
+        }
+        if band_port:
+            # MR-CW-146: the band from a unit outside (the windows', MR-CW-145)
+            blay = model.band_layouts()
+            ports.update(m_band_req=Out(stream.Signature(blay.req)),
+                         s_band_resp=In(stream.Signature(blay.band)))
+        super().__init__(ports)
 
     def elaborate(self, platform):
         from amaranth.hdl import Array
@@ -1027,9 +1069,12 @@ class CwndControl(wiring.Component):
         def alu(a, b, sub):
             m.d.comb += [xa.eq(a), xb.eq(b), xsub.eq(sub)]
 
-        m.submodules.band = band = CwndBand()
-        m.d.comb += [band.line_mbps.eq(self.line_mbps), band.base_rtt_ns.eq(self.base_rtt_ns),
-                     band.mtu.eq(self.mtu)]
+        if self.band_port:
+            band = SimpleNamespace(s_req=self.m_band_req, m_band=self.s_band_resp)
+        else:
+            m.submodules.band = band = CwndBand()
+            m.d.comb += [band.line_mbps.eq(self.line_mbps),
+                         band.base_rtt_ns.eq(self.base_rtt_ns), band.mtu.eq(self.mtu)]
         uc = Signal.like(up.payload.conn)
         upath = Signal.like(up.payload.path)
         urate = Signal(RB)
@@ -1044,7 +1089,6 @@ class CwndControl(wiring.Component):
         newv = [Signal(WB, name=f"new{k}") for k in range(NP)]
         A_new = Array(newv)
         k = Signal(range(NP + 1))
-        kw = Signal(range(max(NP, 2)))          # the slot of the write offered
         last = Signal()
         count = Signal(range(MD + 1))
         # MR-CW-137: the product w x r (shift and add, a multiplier bit a cycle: the low bits
@@ -1053,24 +1097,19 @@ class CwndControl(wiring.Component):
         # quotient
         mrem = Signal(RB + 1)
         mdq = Signal(MD)
-        lo = Signal(MD)                         # max(w, hw) of the clamp
         rrem = Signal(5)
         rdq = Signal(RD)
         rdiv = Signal(4)
         W32 = 32                                # W' and the shortfall, modulo 2^32
-        acc = Signal(WB + 4)                    # W before the update, a slot a cycle
-        tsum = Signal(TB)                       # the slot's latest echo + srtt
+        # W before the update (a slot a cycle), then W less the excess, max(., MTU) and W'
+        acc = Signal(W32)
+        tsum = Signal(TB)                       # the slot's latest echo + srtt, then p's change
         cbase = Signal()                        # the slot's calm test but the time
         exc = Signal(WB)
         start = Signal(WB)
-        wv = Signal(WB + 4)
-        dp = Signal(W32)
-        w1 = Signal(W32)
-        wend = Signal(W32)
         short = Signal(RD)
         mask = Signal(NP)
         room = Signal(QB + 1)
-        nk = Signal(WB)
         give = Signal(RD)
 
         def start_answer():
@@ -1084,11 +1123,25 @@ class CwndControl(wiring.Component):
         ki = slot(uc, k)
         m.d.comb += [cw_rd.addr.eq(ki), srtt_rd.addr.eq(ki), lece_rd.addr.eq(ki)]
         cw_k = cw_rd.data
-        new_kw = _named(steps, A_new[kw], "new_kw")
+        # MR-CW-141: the new windows read and written at k only (the slot, the calm path
+        # picked, p for the rest, the write offered)
+        kn = k[:pb] if pb else Const(0, 1)
+        new_k = _named(steps, A_new[kn], "new_k")
+        # MR-CW-148: one write bus for the new windows, the slot's enable the only per-slot logic
+        new_d = Signal(WB)
+        new_we = Signal()
+        for i, r in enumerate(newv):
+            with m.If(new_we & (kn == i)):
+                m.d.sync += r.eq(new_d)
+
+        def new_write(value):
+            m.d.comb += [new_d.eq(value), new_we.eq(1)]
         m.d.comb += [band.s_req.payload.hint.eq(urate),
                      band.s_req.payload.n.eq(Mux(A_np[uc] == 0, 1, A_np[uc]))]
+        # MR-CW-147: the refused event's payload is the last event seen, valid or not
+        m.d.comb += self.m_ack.payload.eq(evr)
         set_out = Signal(lay.setup)
-        m.d.comb += [set_out.conn.eq(uc), set_out.path.eq(kw), set_out.cwnd.eq(new_kw),
+        m.d.comb += [set_out.conn.eq(uc), set_out.path.eq(k), set_out.cwnd.eq(new_k),
                      set_out.move.eq(1), set_out.rate.eq(urate), set_out.debt0.eq(~umove)]
         # MR-CW-142 (negative control only): each product step tests the multiplier's next bit
         mul_bit = 1 if self.wrong == "mul_step" else 0
@@ -1151,18 +1204,19 @@ class CwndControl(wiring.Component):
             with m.State("MCLAMP1"):
                 # max(w, hw): a bit of w above the adder's 32, or w >= hw
                 alu(mdq[:32], hw, 1)
-                m.d.sync += lo.eq(Mux((mdq[32:] != 0) | ge, mdq, hw))
+                m.d.sync += mdq.eq(Mux((mdq[32:] != 0) | ge, mdq, hw))
                 m.next = "MCLAMP2"
             with m.State("MCLAMP2"):
-                alu(lo[:32], cap, 1)
-                m.d.sync += A_new[k].eq(Mux((lo[32:] != 0) | ge, cap, lo))
+                alu(mdq[:32], cap, 1)
+                new_write(Mux((mdq[32:] != 0) | ge, cap, mdq))
                 next_slot()
             # MR-CW-138: four cycles a slot: W before the update, the echo's time, the calm
             # test's cap, its time
             with m.State("RF_SUM"):
                 wk = Mux(k == upath, old_p, cw_k)
                 alu(acc, Mux(A_act[ki], wk, 0), 0)
-                m.d.sync += [acc.eq(xs[:WB + 4]), A_new[k].eq(cw_k)]
+                m.d.sync += acc.eq(xs[:W32])
+                new_write(cw_k)
                 m.next = "RF_ECHO"
             with m.State("RF_ECHO"):
                 alu(lece_rd.data, srtt_rd.data, 0)
@@ -1187,24 +1241,26 @@ class CwndControl(wiring.Component):
                 alu(old_p, cap, 1)
                 m.d.sync += [exc.eq(Mux(ge, xs[:WB], 0)), start.eq(Mux(ge, cap, old_p))]
                 m.next = "RF_W2"
+            # MR-CW-148: W, W less the excess, max(., MTU) and W' in acc (W is at least
+            # old_p, the excess at most old_p: no wrap), p's change in tsum
             with m.State("RF_W2"):
                 alu(acc, exc, 1)
-                m.d.sync += wv.eq(Mux(A_act[ui], xs[:WB + 4], acc))
+                m.d.sync += acc.eq(Mux(A_act[ui], xs[:W32], acc))
                 m.next = "RF_DP"
             with m.State("RF_DP"):
                 alu(ucwnd, start, 1)
-                m.d.sync += dp.eq(Mux(A_act[ui], xs[:W32], 0))
+                m.d.sync += tsum.eq(Mux(A_act[ui], xs[:W32], 0))
                 m.next = "RF_W3"
             with m.State("RF_W3"):
-                alu(wv, self.mtu, 1)
-                m.d.sync += w1.eq(Mux(ge, wv, self.mtu))
+                alu(acc, self.mtu, 1)
+                m.d.sync += acc.eq(Mux(ge, acc, self.mtu))
                 m.next = "RF_W4"
             with m.State("RF_W4"):
-                alu(w1, dp, 0)
-                m.d.sync += wend.eq(xs[:W32])
+                alu(acc, tsum, 0)
+                m.d.sync += acc.eq(xs[:W32])
                 m.next = "RF_W5"
             with m.State("RF_W5"):
-                alu(sfloor, wend, 1)
+                alu(sfloor, acc, 1)
                 m.d.sync += short.eq(xs[:RD])
                 m.next = "RF_PICK"
             with m.State("RF_PICK"):
@@ -1212,10 +1268,11 @@ class CwndControl(wiring.Component):
                 order = range(NP - 1, -1, -1) if self.wrong != "order" else range(NP)
                 for j in order:
                     with m.If(mask[j]):
-                        m.d.sync += kw.eq(j)
+                        m.d.sync += k.eq(j)
                 cnt = sum(mask[j].as_unsigned() for j in range(NP))
                 m.d.sync += [rdiv.eq(cnt), rdq.eq(short), rrem.eq(0), count.eq(RD)]
                 with m.If(mask == 0):
+                    m.d.sync += k.eq(upath)
                     m.next = "RF_REST"
                 with m.Else():
                     m.next = "RF_DIV"
@@ -1230,34 +1287,34 @@ class CwndControl(wiring.Component):
                     m.next = "RF_ROOM"
             # MR-CW-054: the give: the room below the cap, the min, the adds (a cycle each)
             with m.State("RF_ROOM"):
-                alu(cap, new_kw, 1)
-                m.d.sync += [nk.eq(new_kw), room.eq(xs[:QB + 1])]
+                alu(cap, new_k, 1)
+                m.d.sync += room.eq(xs[:QB + 1])
                 m.next = "RF_MIN"
             with m.State("RF_MIN"):
                 alu(room, rdq, 1)
                 m.d.sync += give.eq(Mux(ge, rdq, room))
                 m.next = "RF_GIVE"
             with m.State("RF_GIVE"):
-                alu(nk, give, 0)
-                m.d.sync += A_new[kw].eq(xs[:WB])
+                alu(new_k, give, 0)
+                new_write(xs[:WB])
                 m.next = "RF_TAKE"
             with m.State("RF_TAKE"):
                 alu(short, give, 1)
-                m.d.sync += [short.eq(xs[:RD]), mask.eq(mask & ~(Const(1, NP) << kw)[:NP])]
+                m.d.sync += [short.eq(xs[:RD]), mask.eq(mask & ~(Const(1, NP) << k)[:NP])]
                 m.next = "RF_PICK"
             with m.State("RF_REST"):
-                alu(A_new[upath], short, 0)
+                alu(new_k, short, 0)
                 with m.If(short != 0):
-                    m.d.sync += A_new[upath].eq(xs[:WB])
+                    new_write(xs[:WB])
                 m.d.sync += k.eq(0)
                 m.next = "SCAN"
             # MR-CW-128: the writes, a slot a cycle, p's last
             with m.State("SCAN"):
                 with m.If(k == NP):
-                    m.d.sync += [kw.eq(upath), last.eq(1)]
+                    m.d.sync += [k.eq(upath), last.eq(1)]
                     m.next = "OFFER"
-                with m.Elif((k != upath) & (A_new[k] != cw_k)):
-                    m.d.sync += [kw.eq(k), last.eq(0)]
+                with m.Elif((k != upath) & (new_k != cw_k)):
+                    m.d.sync += last.eq(0)
                     m.next = "OFFER"
                 with m.Else():
                     m.d.sync += k.eq(k + 1)
@@ -1268,14 +1325,14 @@ class CwndControl(wiring.Component):
             with m.State("WAIT"):
                 with m.If(up.valid):
                     with m.If(~last):
-                        m.d.sync += k.eq(kw + 1)
+                        m.d.sync += k.eq(k + 1)
                         m.next = "SCAN"
                     with m.Elif(umove):
                         m.next = "OFFER_ACK"
                     with m.Else():
                         m.next = "REL"
             with m.State("OFFER_ACK"):
-                m.d.comb += [self.m_ack.valid.eq(1), self.m_ack.payload.eq(evr)]
+                m.d.comb += self.m_ack.valid.eq(1)
                 with m.If(self.m_ack.ready):
                     m.next = "WAIT_ACK"
             with m.State("WAIT_ACK"):
@@ -1294,3 +1351,8 @@ class CwndControl(wiring.Component):
 def cwnd_control_small(width=64):
     """MR-CW-125: the control path's small instance (2 x 4; no data path)."""
     return CwndControl(**model.SMALL)
+
+
+def cwnd_control_band_port_small(width=64):
+    """MR-CW-146: the small instance with the band from a port (as inside the TX, MR-TX-518)."""
+    return CwndControl(**model.SMALL, band_port=True)

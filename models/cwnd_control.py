@@ -92,7 +92,8 @@ class CwndControlCycleModel:
                 "m_setup__valid": int(off),
                 "m_setup__payload": pack(lay.setup, self.cur) if off else 0,
                 "m_ack__valid": int(ack),
-                "m_ack__payload": pack(lay.ack, self.ev) if ack else 0,
+                # MR-CW-147: the last event seen, valid or not
+                "m_ack__payload": pack(lay.ack, self.ev) if self.ev is not None else 0,
                 "release": int(self.state == "REL")}
 
     def _config(self, g):

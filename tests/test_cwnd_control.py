@@ -27,7 +27,7 @@ def run(seed, n, params=SMALL, wrong=None):
 
 
 def test_cycle_constants():
-    """MR-CW-137..139 (MR-CW-129's with one adder): a scaled slot 65 cycles (19 of them the
+    """MR-CW-137..140 (MR-CW-129's with one adder): a scaled slot 65 cycles (19 of them the
     product), one not scaled 3; a refill four a slot, six for W' and the shortfall, 36 a calm
     path."""
     assert LAT_MOVE_SCALED == 65 and REFILL_DIV_BITS == 31
@@ -40,7 +40,7 @@ def test_cycle_constants():
     pytest.param(dict(conns=8, paths=4), 5, 600, marks=pytest.mark.slow),
     pytest.param(dict(conns=2, paths=8), 7, 600, marks=pytest.mark.slow)])
 def test_control_lockstep(params, seed, n):
-    """MR-CW-125..132, MR-CW-136..141, MR-CW-143: random hinted traffic (hint changes up, down, to 0, above the line rate;
+    """MR-CW-125..132, MR-CW-136..141, MR-CW-143, MR-CW-147/148: random hinted traffic (hint changes up, down, to 0, above the line rate;
     re-opens; CE marks), the windows' updates after random delays, backpressure on ``m_setup``
     and ``m_ack``: 0 mismatches on every output every cycle; scaled and unscaled moves and
     refills with several calm paths made; every item taken in order; after every item and its
