@@ -73,6 +73,7 @@ class CwndControlCycleModel:
         self.kind = None            # "move" or "refill"
         self.cur = None             # the write or event offered
         self.ev = None              # the last event seen
+        self.ev_packed = 0          # and as m_ack's payload (MR-CW-147)
         self.moves = {"move": 0, "scaled": 0, "refill": 0, "writes": 0, "cycles": []}
         self._start_cycle = 0
         self.cycle = 0
@@ -93,7 +94,7 @@ class CwndControlCycleModel:
                 "m_setup__payload": pack(lay.setup, self.cur) if off else 0,
                 "m_ack__valid": int(ack),
                 # MR-CW-147: the last event seen, valid or not
-                "m_ack__payload": pack(lay.ack, self.ev) if self.ev is not None else 0,
+                "m_ack__payload": self.ev_packed,
                 "release": int(self.state == "REL")}
 
     def _config(self, g):
@@ -124,7 +125,7 @@ class CwndControlCycleModel:
         # the records seen: the shadows (CwndControl.record), the loop's items
         if g("s_ev__valid", 0):
             ev = unpack(lay.ack, g("s_ev__payload", 0))
-            self.ev = ev
+            self.ev, self.ev_packed = ev, g("s_ev__payload", 0)
             self._seen("ack", ev, own=self.state in ("OFFER_ACK", "WAIT_ACK"))
         elif g("s_setup__valid", 0):
             rec = unpack(lay.setup, g("s_setup__payload", 0))
