@@ -1,5 +1,5 @@
 """The hinted windows' control path in hardware, its cycle model (docs/spec/hw-cwnd.md section 9,
-MR-CW-125..133): :class:`CwndControlCycleModel`, the peer of ``hdl.cwnd.CwndControl``, whose
+MR-CW-125..133; section 10's cycles, MR-CW-137..140, serial47): :class:`CwndControlCycleModel`, the peer of ``hdl.cwnd.CwndControl``, whose
 values are ``models.cwnd.CwndControl``'s (the golden control path) and whose cycles are the
 RTL sequencer's; :class:`WindowsEnv`, the block-alone testbench's environment (the hinted
 windows' semantics with random latencies, the source of records, MR-TX-493's hold).
