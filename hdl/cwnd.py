@@ -24,6 +24,8 @@ path's next clean ACK raises its window to (two more cycles for that event).
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -152,7 +154,7 @@ class Cwnd(wiring.Component):
 
     def __init__(self, width=64, conns=model.SMALL["conns"], paths=model.SMALL["paths"],
                  div_bits=model.DIV_BITS, hints=False, carry_chain=None, verdicts=False,
-                 share_out=False):
+                 share_out=False, band_client=False):
         if div_bits not in (1, 2):
             self._MustUse__silence = True       # never elaborated: no warning for it
             raise ValueError(f"div_bits={div_bits}: 1 or 2 quotient bits per cycle")
@@ -162,6 +164,10 @@ class Cwnd(wiring.Component):
         if share_out and not verdicts:
             self._MustUse__silence = True
             raise ValueError("share_out needs verdicts (MR-CW-118)")
+        if band_client and not hints:
+            self._MustUse__silence = True
+            raise ValueError("band_client needs hints (MR-CW-145)")
+        self.band_client = band_client
         self.share_out = share_out
         self.div_bits = div_bits
         self.hints = hints
@@ -179,6 +185,11 @@ class Cwnd(wiring.Component):
         }
         if hints:
             ports.update(line_mbps=In(model.RATE_BITS), base_rtt_ns=In(model.RTT_BITS))
+        if band_client:
+            # MR-CW-145: a second client of the band unit (the control path's)
+            blay = model.band_layouts()
+            ports.update(s_band_req=In(stream.Signature(blay.req)),
+                         m_band_resp=Out(stream.Signature(blay.band)))
         if verdicts:
             ports["s_path"] = In(stream.Signature(lay.verdict))
         super().__init__(ports)
@@ -298,9 +309,11 @@ class Cwnd(wiring.Component):
             sgrown = Signal(WB + 1)
         if H:
             # MR-CW-060/061: the band unit, the event's rate and band, the path cap's excess
-            m.submodules.band = band = CwndBand()
-            m.d.comb += [band.line_mbps.eq(self.line_mbps), band.base_rtt_ns.eq(self.base_rtt_ns),
-                         band.mtu.eq(self.mtu)]
+            m.submodules.band = band = unit = CwndBand()
+            m.d.comb += [unit.line_mbps.eq(self.line_mbps), unit.base_rtt_ns.eq(self.base_rtt_ns),
+                         unit.mtu.eq(self.mtu)]
+            if self.band_client:
+                band = _band_share(m, unit, self.s_band_req, self.m_band_resp)
             rate_r = Signal(model.RATE_BITS)
             hinted = Signal()                   # the band applies to this event
             bcap = Signal.like(band.m_band.payload.cap)
@@ -785,6 +798,27 @@ class Cwnd(wiring.Component):
         return m
 
 
+def _band_share(m, unit, ext_req, ext_resp):
+    """MR-CW-145: ``unit`` (a ``CwndBand``) shared by the block (the returned interface, which
+    its FSM drives as the unit's) and a client (``ext_req``, ``ext_resp``): the block's request
+    first; the answer to whoever's request the unit took last."""
+    own = unit.signature.create(path=("band_own",))
+    owner = Signal(name="band_client_owns")     # the unit's request taken was the client's
+    m.d.comb += [unit.s_req.valid.eq(own.s_req.valid | ext_req.valid),
+                 unit.s_req.payload.eq(Mux(own.s_req.valid, own.s_req.payload.as_value(),
+                                           ext_req.payload.as_value())),
+                 own.s_req.ready.eq(unit.s_req.ready),
+                 ext_req.ready.eq(unit.s_req.ready & ~own.s_req.valid),
+                 own.m_band.valid.eq(unit.m_band.valid & ~owner),
+                 own.m_band.payload.eq(unit.m_band.payload),
+                 ext_resp.valid.eq(unit.m_band.valid & owner),
+                 ext_resp.payload.eq(unit.m_band.payload),
+                 unit.m_band.ready.eq(Mux(owner, ext_resp.ready, own.m_band.ready))]
+    with m.If(unit.s_req.valid & unit.s_req.ready):
+        m.d.sync += owner.eq(~own.s_req.valid)
+    return own
+
+
 def cwnd_small(width=64):
     """The small instance (MR-CW-001): 2 connections x 4 paths."""
     return Cwnd(width, **model.SMALL)
@@ -928,16 +962,23 @@ class CwndControl(wiring.Component):
     serial divider a slot for a scaled move, one a calm path for a refill), the move writes on
     ``m_setup`` one at a time (each update awaited), a move's refused event again on ``m_ack``,
     then ``release``. ``wrong`` (MR-CW-133, negative controls only): ``"round"`` rounds the
-    move's quotient up, ``"order"`` serves the refill's calm paths from the highest slot."""
+    move's quotient up, ``"order"`` serves the refill's calm paths from the highest slot;
+    ``"mul_step"`` (MR-CW-142) tests the multiplier's next bit at each product step.
 
-    def __init__(self, conns=model.SMALL["conns"], paths=model.SMALL["paths"], wrong=None):
-        if wrong not in (None, "round", "order"):
+    serial47 (MR-CW-136..141): one adder for every add, subtraction and compare of an answer,
+    the move's product by shift and add, the wide shadows in memories: fewer LUTs, more cycles
+    (MR-CW-140)."""
+
+    def __init__(self, conns=model.SMALL["conns"], paths=model.SMALL["paths"], wrong=None,
+                 band_port=False):
+        if wrong not in (None, "round", "order", "mul_step"):
             self._MustUse__silence = True
             raise ValueError(f"wrong={wrong!r}")
         self.wrong = wrong
+        self.band_port = band_port
         self.conns, self.paths = conns, paths
         self.lay = lay = model.layouts(conns, paths, hints=True)
-        super().__init__({
+        ports = {
             "s_ev": In(stream.Signature(lay.ack)),
             "s_setup": In(stream.Signature(lay.setup)),
             "s_upd": In(stream.Signature(lay.update)),
@@ -947,7 +988,13 @@ class CwndControl(wiring.Component):
             "mtu": In(model.MTU_BITS),
             "line_mbps": In(model.RATE_BITS),
             "base_rtt_ns": In(model.RTT_BITS),
-        })
+        }
+        if band_port:
+            # MR-CW-146: the band from a unit outside (the windows', MR-CW-145)
+            blay = model.band_layouts()
+            ports.update(m_band_req=Out(stream.Signature(blay.req)),
+                         s_band_resp=In(stream.Signature(blay.band)))
+        super().__init__(ports)
 
     def elaborate(self, platform):
         from amaranth.hdl import Array
@@ -957,17 +1004,22 @@ class CwndControl(wiring.Component):
         WB, RB, TB = model.WIN_BITS, model.RATE_BITS, P.TIME_BITS
         QB = model.BAND_Q_BITS
         MD, RD = model.MOVE_DIV_BITS, model.REFILL_DIV_BITS
-        # MR-CW-126: the shadows, one register per connection and slot (or per connection)
+        # MR-CW-126: the shadows, one register per connection and slot (or per connection);
+        # MR-CW-141: the wide ones (window, srtt, echo time) in memories read without a clock
+        # (a write a cycle each, at most: the windows take one record a cycle)
         def regs(n, width, name):
             return [Signal(width, name=f"{name}{i}") for i in range(n)]
-        cw = regs(C * NP, WB, "sh_cwnd")
+        m.submodules.sh_cwnd = cw_mem = memory.Memory(shape=WB, depth=C * NP, init=[])
+        m.submodules.sh_srtt = srtt_mem = memory.Memory(shape=TB, depth=C * NP, init=[])
+        m.submodules.sh_last_ece = lece_mem = memory.Memory(shape=TB, depth=C * NP, init=[])
+        cw_wr, srtt_wr, lece_wr = cw_mem.write_port(), srtt_mem.write_port(), lece_mem.write_port()
+        cw_rd, cw_rd_up = cw_mem.read_port(domain="comb"), cw_mem.read_port(domain="comb")
+        srtt_rd, lece_rd = srtt_mem.read_port(domain="comb"), lece_mem.read_port(domain="comb")
         act = regs(C * NP, 1, "sh_active")
-        srtt = regs(C * NP, TB, "sh_srtt")
-        lece = regs(C * NP, TB, "sh_last_ece")
         eseen = regs(C * NP, 1, "sh_ece_seen")
         rate = regs(C, RB, "sh_rate")
         npaths = regs(C, 4, "sh_n_paths")
-        A_cw, A_act, A_srtt, A_lece, A_eseen = (Array(x) for x in (cw, act, srtt, lece, eseen))
+        A_act, A_eseen = Array(act), Array(eseen)
         A_rate, A_np = Array(rate), Array(npaths)
         pb = max(1, (NP - 1).bit_length()) if NP > 1 else 0
 
@@ -980,28 +1032,49 @@ class CwndControl(wiring.Component):
         with m.If(ev.valid):
             e = ev.payload
             i = slot(e.conn, e.path)
-            m.d.sync += [evr.eq(e), A_srtt[i].eq(e.srtt)]
+            m.d.sync += evr.eq(e)
+            m.d.comb += [srtt_wr.addr.eq(i), srtt_wr.data.eq(e.srtt), srtt_wr.en.eq(1)]
             with m.If((e.ce != 0) & (e.pkts != 0)):
-                m.d.sync += [A_lece[i].eq(e.now), A_eseen[i].eq(1)]
+                m.d.sync += A_eseen[i].eq(1)
+                m.d.comb += [lece_wr.addr.eq(i), lece_wr.data.eq(e.now), lece_wr.en.eq(1)]
         with m.Elif(su.valid & ~su.payload.move):
             s = su.payload
             i = slot(s.conn, s.path)
             n0 = Mux(s.open, 0, A_np[s.conn])
-            m.d.sync += [A_act[i].eq(s.active), A_srtt[i].eq(self.base_rtt_ns),
-                         A_eseen[i].eq(0), A_lece[i].eq(0),
+            m.d.sync += [A_act[i].eq(s.active), A_eseen[i].eq(0),
                          A_np[s.conn].eq(n0 + ((s.open | s.fresh) & s.active))]
+            m.d.comb += [srtt_wr.addr.eq(i), srtt_wr.data.eq(self.base_rtt_ns), srtt_wr.en.eq(1),
+                         lece_wr.addr.eq(i), lece_wr.data.eq(0), lece_wr.en.eq(1)]
+        m.d.comb += [cw_wr.addr.eq(slot(up.payload.conn, up.payload.path)),
+                     cw_wr.data.eq(up.payload.cwnd), cw_wr.en.eq(up.valid),
+                     cw_rd_up.addr.eq(slot(up.payload.conn, up.payload.path))]
         with m.If(up.valid):
-            m.d.sync += A_cw[slot(up.payload.conn, up.payload.path)].eq(up.payload.cwnd)
             with m.If(~up.payload.move):
                 m.d.sync += A_rate[up.payload.conn].eq(up.payload.rate)
 
-        # MR-CW-127: the answer's registers; MR-CW-135: every add, subtraction and compare
-        # in the target's form (MR-CW-032), one a cycle, their steps outside the FSM
+        # MR-CW-136..140: one adder for the whole answer (serial47): every add, subtraction and
+        # compare of the sequencer is this 33-bit sum of two operands chosen by the state, a
+        # subtraction as the complement plus one, its carry out the compare (MR-CW-135's form)
         steps = _Unconditional()
         A = _CwArith(steps, getattr(platform, "carry_chain", False))
-        m.submodules.band = band = CwndBand()
-        m.d.comb += [band.line_mbps.eq(self.line_mbps), band.base_rtt_ns.eq(self.base_rtt_ns),
-                     band.mtu.eq(self.mtu)]
+        xa = Signal(32)
+        xb = Signal(32)
+        xsub = Signal()
+        xs = Signal(33)                         # xa + xb or xa - xb; xs[32]: carry, xa >= xb
+        bx = _named(steps, xb ^ xsub.replicate(32), "alu_b")
+        m.d.comb += xs.eq(A.add_c(Cat(xa, Const(0, 1)), Cat(bx, Const(0, 1)), xsub, "alu"))
+        ge = xs[32]
+        diff_nz = _named(steps, xs[:32] != 0, "alu_nz")
+
+        def alu(a, b, sub):
+            m.d.comb += [xa.eq(a), xb.eq(b), xsub.eq(sub)]
+
+        if self.band_port:
+            band = SimpleNamespace(s_req=self.m_band_req, m_band=self.s_band_resp)
+        else:
+            m.submodules.band = band = CwndBand()
+            m.d.comb += [band.line_mbps.eq(self.line_mbps),
+                         band.base_rtt_ns.eq(self.base_rtt_ns), band.mtu.eq(self.mtu)]
         uc = Signal.like(up.payload.conn)
         upath = Signal.like(up.payload.path)
         urate = Signal(RB)
@@ -1016,48 +1089,62 @@ class CwndControl(wiring.Component):
         newv = [Signal(WB, name=f"new{k}") for k in range(NP)]
         A_new = Array(newv)
         k = Signal(range(NP + 1))
-        kw = Signal(range(max(NP, 2)))          # the slot of the write offered
         last = Signal()
         count = Signal(range(MD + 1))
-        # the serial dividers (one quotient bit a cycle): remainder, dividend then quotient
+        # MR-CW-137: the product w x r (shift and add, a multiplier bit a cycle: the low bits
+        # of mdq the multiplier shifting out, the product's bits shifting in above), then the
+        # division (a quotient bit a cycle) in the same register: remainder, dividend then
+        # quotient
         mrem = Signal(RB + 1)
         mdq = Signal(MD)
-        lo = Signal(MD)                         # max(w, hw) of the clamp
-        prow_s, prow_c = Signal(MD), Signal(MD)  # w x r as two rows
         rrem = Signal(5)
         rdq = Signal(RD)
         rdiv = Signal(4)
         W32 = 32                                # W' and the shortfall, modulo 2^32
-        acc = Signal(WB + 4)                    # W before the update, a slot a cycle
-        tsum = Signal(TB)                       # the slot's latest echo + srtt
+        # W before the update (a slot a cycle), then W less the excess, max(., MTU) and W'
+        acc = Signal(W32)
+        tsum = Signal(TB)                       # the slot's latest echo + srtt, then p's change
         cbase = Signal()                        # the slot's calm test but the time
         exc = Signal(WB)
         start = Signal(WB)
-        wv = Signal(WB + 4)
-        dp = Signal(W32)
-        w1 = Signal(W32)
-        wend = Signal(W32)
         short = Signal(RD)
         mask = Signal(NP)
         room = Signal(QB + 1)
-        nk = Signal(WB)
         give = Signal(RD)
 
         def start_answer():
             p = up.payload
             m.d.sync += [uc.eq(p.conn), upath.eq(p.path), urate.eq(p.rate), ucwnd.eq(p.cwnd),
-                         umove.eq(p.move), old_p.eq(A_cw[slot(p.conn, p.path)]),
+                         umove.eq(p.move), old_p.eq(cw_rd_up.data),
                          old_rate.eq(A_rate[p.conn])]
             m.next = "BREQ"
 
         ui = slot(uc, upath)
         ki = slot(uc, k)
-        cw_k = _named(steps, A_cw[ki], "cw_k")
+        m.d.comb += [cw_rd.addr.eq(ki), srtt_rd.addr.eq(ki), lece_rd.addr.eq(ki)]
+        cw_k = cw_rd.data
+        # MR-CW-141: the new windows read and written at k only (the slot, the calm path
+        # picked, p for the rest, the write offered)
+        kn = k[:pb] if pb else Const(0, 1)
+        new_k = _named(steps, A_new[kn], "new_k")
+        # MR-CW-148: one write bus for the new windows, the slot's enable the only per-slot logic
+        new_d = Signal(WB)
+        new_we = Signal()
+        for i, r in enumerate(newv):
+            with m.If(new_we & (kn == i)):
+                m.d.sync += r.eq(new_d)
+
+        def new_write(value):
+            m.d.comb += [new_d.eq(value), new_we.eq(1)]
         m.d.comb += [band.s_req.payload.hint.eq(urate),
                      band.s_req.payload.n.eq(Mux(A_np[uc] == 0, 1, A_np[uc]))]
+        # MR-CW-147: the refused event's payload is the last event seen, valid or not
+        m.d.comb += self.m_ack.payload.eq(evr)
         set_out = Signal(lay.setup)
-        m.d.comb += [set_out.conn.eq(uc), set_out.path.eq(kw), set_out.cwnd.eq(A_new[kw]),
+        m.d.comb += [set_out.conn.eq(uc), set_out.path.eq(k), set_out.cwnd.eq(new_k),
                      set_out.move.eq(1), set_out.rate.eq(urate), set_out.debt0.eq(~umove)]
+        # MR-CW-142 (negative control only): each product step tests the multiplier's next bit
+        mul_bit = 1 if self.wrong == "mul_step" else 0
 
         def next_slot():
             with m.If(k == NP - 1):
@@ -1091,45 +1178,58 @@ class CwndControl(wiring.Component):
             # MR-CW-053: per slot, scaled (product, division) or not, then the clamp
             with m.State("MV"):
                 with m.If(scaled):
+                    m.d.sync += [mdq.eq(urate), count.eq(RB)]
                     m.next = "MMUL"
                 with m.Else():
                     m.d.sync += mdq.eq(cw_k)
                     m.next = "MCLAMP1"
             with m.State("MMUL"):
-                # the product as two rows (MR-CW-032's form), added the next cycle
-                ps, pc = A.product(cw_k, urate, "mv_mul")
-                m.d.sync += [prow_s.eq(ps), prow_c.eq(pc)]
-                m.next = "MMUL2"
-            with m.State("MMUL2"):
-                m.d.sync += [mdq.eq(A.add(prow_s, prow_c, name="mv_mul_add")), mrem.eq(0),
-                             count.eq(MD)]
-                m.next = "MDIV"
+                # MR-CW-137: the product's high part plus w if the multiplier's bit is set,
+                # shifted down a bit with the multiplier
+                alu(mdq[RB:], Mux(mdq[mul_bit], cw_k, 0), 0)
+                m.d.sync += [mdq.eq(Cat(mdq[1:RB], xs[:WB + 1])), count.eq(count - 1)]
+                with m.If(count == 1):
+                    m.d.sync += [mrem.eq(0), count.eq(MD)]
+                    m.next = "MDIV"
             with m.State("MDIV"):
                 sh = Cat(mdq[MD - 1], mrem)
-                d = A.sub(_ext(sh, RB + 3), old_rate, "mdiv_d")
-                ge = ~d[RB + 2]
-                m.d.sync += [mrem.eq(Mux(ge, d, sh)[:RB + 1]), mdq.eq(Cat(ge, mdq[:MD - 1])),
+                alu(sh, old_rate, 1)
+                r_next = Mux(ge, xs[:RB + 1], sh[:RB + 1])
+                m.d.sync += [mrem.eq(r_next), mdq.eq(Cat(ge, mdq[:MD - 1])),
                              count.eq(count - 1)]
                 with m.If(count == 1):
                     if self.wrong == "round":           # MR-CW-133: a negative control only
-                        m.d.sync += mdq.eq(Cat(ge, mdq[:MD - 1]) + (Mux(ge, d, sh)[:RB + 1] != 0))
+                        m.d.sync += mdq.eq(Cat(ge, mdq[:MD - 1]) + (r_next != 0))
                     m.next = "MCLAMP1"
             with m.State("MCLAMP1"):
-                m.d.sync += lo.eq(A.max(mdq, hw, "clamp_lo"))
+                # max(w, hw): a bit of w above the adder's 32, or w >= hw
+                alu(mdq[:32], hw, 1)
+                m.d.sync += mdq.eq(Mux((mdq[32:] != 0) | ge, mdq, hw))
                 m.next = "MCLAMP2"
             with m.State("MCLAMP2"):
-                m.d.sync += A_new[k].eq(A.min(lo, cap, "clamp_hi"))
+                alu(mdq[:32], cap, 1)
+                new_write(Mux((mdq[32:] != 0) | ge, cap, mdq))
                 next_slot()
-            # MR-CW-054: a slot a cycle: W before the update, the calm test in two
+            # MR-CW-138: four cycles a slot: W before the update, the echo's time, the calm
+            # test's cap, its time
             with m.State("RF_SUM"):
                 wk = Mux(k == upath, old_p, cw_k)
-                m.d.sync += [acc.eq(A.add(acc, Mux(A_act[ki], wk, 0), name="acc_add")),
-                             tsum.eq(A.add(A_lece[ki], A_srtt[ki], name="echo_add")),
-                             cbase.eq((k != upath) & A_act[ki] & A.lt(cw_k, cap, "calm_cap")),
-                             A_new[k].eq(cw_k)]
+                alu(acc, Mux(A_act[ki], wk, 0), 0)
+                m.d.sync += acc.eq(xs[:W32])
+                new_write(cw_k)
+                m.next = "RF_ECHO"
+            with m.State("RF_ECHO"):
+                alu(lece_rd.data, srtt_rd.data, 0)
+                m.d.sync += tsum.eq(xs[:TB])
+                m.next = "RF_CAP"
+            with m.State("RF_CAP"):
+                alu(cw_k, cap, 1)
+                m.d.sync += cbase.eq((k != upath) & A_act[ki] & ~ge)
                 m.next = "RF_CALM"
             with m.State("RF_CALM"):
-                calm = cbase & (~A_eseen[ki] | A.time_lt(tsum, evr.now, "calm_time"))
+                # MR-ENG-050: the echo's time strictly before now: now - tsum not 0, its sign 0
+                alu(evr.now, tsum, 1)
+                calm = cbase & (~A_eseen[ki] | (diff_nz & ~xs[TB - 1]))
                 m.d.sync += mask.eq(mask | (calm << k)[:NP])
                 with m.If(k == NP - 1):
                     m.next = "RF_W1"
@@ -1137,31 +1237,42 @@ class CwndControl(wiring.Component):
                     m.d.sync += k.eq(k + 1)
                     m.next = "RF_SUM"
             with m.State("RF_W1"):
-                m.d.sync += [exc.eq(A.pos_sub(old_p, cap, "exc_sub")),
-                             start.eq(A.min(old_p, cap, "start_min"))]
+                # MR-CW-139: one compare for both: old_p - cap's excess, min(old_p, cap)
+                alu(old_p, cap, 1)
+                m.d.sync += [exc.eq(Mux(ge, xs[:WB], 0)), start.eq(Mux(ge, cap, old_p))]
                 m.next = "RF_W2"
+            # MR-CW-148: W, W less the excess, max(., MTU) and W' in acc (W is at least
+            # old_p, the excess at most old_p: no wrap), p's change in tsum
             with m.State("RF_W2"):
-                m.d.sync += [wv.eq(Mux(A_act[ui], A.sub(acc, exc, "wv_sub"), acc)),
-                             dp.eq(Mux(A_act[ui], A.sub(_ext(ucwnd, W32), start, "dp_sub"), 0))]
+                alu(acc, exc, 1)
+                m.d.sync += acc.eq(Mux(A_act[ui], xs[:W32], acc))
+                m.next = "RF_DP"
+            with m.State("RF_DP"):
+                alu(ucwnd, start, 1)
+                m.d.sync += tsum.eq(Mux(A_act[ui], xs[:W32], 0))
                 m.next = "RF_W3"
             with m.State("RF_W3"):
-                m.d.sync += w1.eq(A.max(_ext(wv, W32), self.mtu, "w1_max"))
+                alu(acc, self.mtu, 1)
+                m.d.sync += acc.eq(Mux(ge, acc, self.mtu))
                 m.next = "RF_W4"
             with m.State("RF_W4"):
-                m.d.sync += wend.eq(A.add(w1, dp, name="wend_add"))
+                alu(acc, tsum, 0)
+                m.d.sync += acc.eq(xs[:W32])
                 m.next = "RF_W5"
             with m.State("RF_W5"):
-                m.d.sync += short.eq(A.sub(_ext(sfloor, W32), wend, "short_sub"))
+                alu(sfloor, acc, 1)
+                m.d.sync += short.eq(xs[:RD])
                 m.next = "RF_PICK"
             with m.State("RF_PICK"):
                 # the lowest calm slot left (the highest: the negative control)
                 order = range(NP - 1, -1, -1) if self.wrong != "order" else range(NP)
                 for j in order:
                     with m.If(mask[j]):
-                        m.d.sync += kw.eq(j)
+                        m.d.sync += k.eq(j)
                 cnt = sum(mask[j].as_unsigned() for j in range(NP))
                 m.d.sync += [rdiv.eq(cnt), rdq.eq(short), rrem.eq(0), count.eq(RD)]
                 with m.If(mask == 0):
+                    m.d.sync += k.eq(upath)
                     m.next = "RF_REST"
                 with m.Else():
                     m.next = "RF_DIV"
@@ -1169,35 +1280,41 @@ class CwndControl(wiring.Component):
                 sh = Cat(rdq[RD - 1], rrem)
                 d = Signal(8, name="rdiv_d")
                 m.d.comb += d.eq(sh - rdiv)
-                ge = ~d[7]
-                m.d.sync += [rrem.eq(Mux(ge, d, sh)[:5]), rdq.eq(Cat(ge, rdq[:RD - 1])),
+                dge = ~d[7]
+                m.d.sync += [rrem.eq(Mux(dge, d, sh)[:5]), rdq.eq(Cat(dge, rdq[:RD - 1])),
                              count.eq(count - 1)]
                 with m.If(count == 1):
                     m.next = "RF_ROOM"
             # MR-CW-054: the give: the room below the cap, the min, the adds (a cycle each)
             with m.State("RF_ROOM"):
-                m.d.sync += [nk.eq(A_new[kw]), room.eq(A.sub(cap, A_new[kw], "room_sub"))]
+                alu(cap, new_k, 1)
+                m.d.sync += room.eq(xs[:QB + 1])
                 m.next = "RF_MIN"
             with m.State("RF_MIN"):
-                m.d.sync += give.eq(A.min(room, rdq, "give_min"))
+                alu(room, rdq, 1)
+                m.d.sync += give.eq(Mux(ge, rdq, room))
                 m.next = "RF_GIVE"
             with m.State("RF_GIVE"):
-                m.d.sync += [A_new[kw].eq(A.add(nk, give, name="give_add")),
-                             short.eq(A.sub(short, give, "short_give")),
-                             mask.eq(mask & ~(Const(1, NP) << kw)[:NP])]
+                alu(new_k, give, 0)
+                new_write(xs[:WB])
+                m.next = "RF_TAKE"
+            with m.State("RF_TAKE"):
+                alu(short, give, 1)
+                m.d.sync += [short.eq(xs[:RD]), mask.eq(mask & ~(Const(1, NP) << k)[:NP])]
                 m.next = "RF_PICK"
             with m.State("RF_REST"):
+                alu(new_k, short, 0)
                 with m.If(short != 0):
-                    m.d.sync += A_new[upath].eq(A.add(A_new[upath], short, name="rest_add"))
+                    new_write(xs[:WB])
                 m.d.sync += k.eq(0)
                 m.next = "SCAN"
             # MR-CW-128: the writes, a slot a cycle, p's last
             with m.State("SCAN"):
                 with m.If(k == NP):
-                    m.d.sync += [kw.eq(upath), last.eq(1)]
+                    m.d.sync += [k.eq(upath), last.eq(1)]
                     m.next = "OFFER"
-                with m.Elif((k != upath) & (A_new[k] != cw_k)):
-                    m.d.sync += [kw.eq(k), last.eq(0)]
+                with m.Elif((k != upath) & (new_k != cw_k)):
+                    m.d.sync += last.eq(0)
                     m.next = "OFFER"
                 with m.Else():
                     m.d.sync += k.eq(k + 1)
@@ -1208,14 +1325,14 @@ class CwndControl(wiring.Component):
             with m.State("WAIT"):
                 with m.If(up.valid):
                     with m.If(~last):
-                        m.d.sync += k.eq(kw + 1)
+                        m.d.sync += k.eq(k + 1)
                         m.next = "SCAN"
                     with m.Elif(umove):
                         m.next = "OFFER_ACK"
                     with m.Else():
                         m.next = "REL"
             with m.State("OFFER_ACK"):
-                m.d.comb += [self.m_ack.valid.eq(1), self.m_ack.payload.eq(evr)]
+                m.d.comb += self.m_ack.valid.eq(1)
                 with m.If(self.m_ack.ready):
                     m.next = "WAIT_ACK"
             with m.State("WAIT_ACK"):
@@ -1234,3 +1351,8 @@ class CwndControl(wiring.Component):
 def cwnd_control_small(width=64):
     """MR-CW-125: the control path's small instance (2 x 4; no data path)."""
     return CwndControl(**model.SMALL)
+
+
+def cwnd_control_band_port_small(width=64):
+    """MR-CW-146: the small instance with the band from a port (as inside the TX, MR-TX-518)."""
+    return CwndControl(**model.SMALL, band_port=True)

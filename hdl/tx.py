@@ -492,8 +492,9 @@ class Tx(wiring.Component):
         self.data = TxData(width, conns=conns, streams=streams, paths=paths, depth=depth,
                            pool=pool, outstanding=outstanding, ack_desc=self.ack_desc)
         # MR-TX-105: the congestion windows (paths <= 8, MR-CW-001)
+        # MR-TX-518: with the control path inside, the windows' band unit is shared with it
         self.cwnd = Cwnd(width, conns, paths, verdicts=self.verdicts, share_out=self.share_out,
-                         hints=self.hints)
+                         hints=self.hints, band_client=self.control)
         self.width = width
         self.lay = lay = layouts(conns, streams, paths, depth, pool, verdicts=self.verdicts,
                                  share_out=self.share_out, hints=self.hints)   # TxData's when all off
@@ -506,7 +507,7 @@ class Tx(wiring.Component):
             rd_port["s_ack_desc"] = self.data.signature.members["s_ack_desc"]
         if self.control:
             # MR-TX-511: the control path inside; only the band's configuration
-            self.cw_ctl = CwndControl(conns, paths, wrong=control_wrong)
+            self.cw_ctl = CwndControl(conns, paths, wrong=control_wrong, band_port=True)
             rd_port.update({"cc_line_mbps": In(cwnd_model.RATE_BITS),
                             "cc_base_rtt_ns": In(cwnd_model.RTT_BITS)})
         elif self.hints:
@@ -682,6 +683,13 @@ class Tx(wiring.Component):
                      link.s_setup.valid.eq(su.valid & su.ready), link.s_setup.payload.eq(su.payload),
                      link.mtu.eq(self.sched_kw["mtu"]), link.line_mbps.eq(self.cc_line_mbps),
                      link.base_rtt_ns.eq(self.cc_base_rtt_ns)]
+        # MR-TX-518: its band requests to the windows' unit (MR-CW-145/146)
+        breq, bresp = cw.s_band_req, cw.m_band_resp
+        m.d.comb += [breq.valid.eq(link.m_band_req.valid), breq.payload.eq(link.m_band_req.payload),
+                     link.m_band_req.ready.eq(breq.ready),
+                     link.s_band_resp.valid.eq(bresp.valid),
+                     link.s_band_resp.payload.eq(bresp.payload),
+                     bresp.ready.eq(link.s_band_resp.ready)]
         return link.m_ack, link.release, link.s_ev, link.s_upd
 
     def _join_verdicts(self, m, cc_on):

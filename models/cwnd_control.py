@@ -1,5 +1,5 @@
 """The hinted windows' control path in hardware, its cycle model (docs/spec/hw-cwnd.md section 9,
-MR-CW-125..133): :class:`CwndControlCycleModel`, the peer of ``hdl.cwnd.CwndControl``, whose
+MR-CW-125..133; section 10's cycles, MR-CW-137..140, serial47): :class:`CwndControlCycleModel`, the peer of ``hdl.cwnd.CwndControl``, whose
 values are ``models.cwnd.CwndControl``'s (the golden control path) and whose cycles are the
 RTL sequencer's; :class:`WindowsEnv`, the block-alone testbench's environment (the hinted
 windows' semantics with random latencies, the source of records, MR-TX-493's hold).
@@ -8,21 +8,28 @@ from __future__ import annotations
 
 import random
 
-from .cwnd import (LAT_BAND, MOVE_DIV_BITS, REFILL_DIV_BITS, Closed, CwndControl, CwndModel,
-                   layouts)
+from .cwnd import (LAT_BAND, MOVE_DIV_BITS, RATE_BITS, REFILL_DIV_BITS, Closed, CwndControl,
+                   CwndModel, layouts)
 from .driver import CounterReadout
 from .rx import pack, unpack
 
 __all__ = ["CwndControlCycleModel", "WindowsEnv", "MOVE_DIV_BITS", "REFILL_DIV_BITS",
-           "LAT_MOVE_SCALED", "LAT_MOVE_SLOT", "LAT_REFILL_CALM", "INPUTS", "OUTPUTS", "move_cycles", "refill_cycles",
+           "LAT_MOVE_SCALED", "LAT_MOVE_SLOT", "LAT_REFILL_CALM", "MUL_STEPS", "REFILL_SLOT",
+           "REFILL_W", "INPUTS", "OUTPUTS", "move_cycles", "refill_cycles",
            "cwnd_control_model_small"]
 
-#: MR-CW-129: a scaled slot: the slot's state, the product in two, the division, the clamp in
-#: two; a slot not scaled: its state and the clamp
-LAT_MOVE_SCALED = 5 + MOVE_DIV_BITS
+#: MR-CW-137 (MR-CW-129's with one adder): a scaled slot: the slot's state, the product (a
+#: multiplier bit a cycle), the division, the clamp in two; a slot not scaled: its state and
+#: the clamp
+MUL_STEPS = RATE_BITS
+LAT_MOVE_SCALED = 3 + MUL_STEPS + MOVE_DIV_BITS
 LAT_MOVE_SLOT = 3
-#: MR-CW-129: a refill's calm path: the pick, the division, the room, the min, the adds
-LAT_REFILL_CALM = REFILL_DIV_BITS + 4
+#: MR-CW-139: a refill's calm path: the pick, the division, the room, the min, the two adds
+LAT_REFILL_CALM = REFILL_DIV_BITS + 5
+#: MR-CW-138/139: a refill's cycles a slot (W, the echo's time, the cap, the calm test) and
+#: those for W' and the shortfall
+REFILL_SLOT = 4
+REFILL_W = 6
 
 INPUTS = ["s_ev__valid", "s_ev__payload", "s_setup__valid", "s_setup__payload",
           "s_upd__valid", "s_upd__payload", "m_setup__ready", "m_ack__ready",
@@ -32,15 +39,15 @@ OUTPUTS = ["s_ev__ready", "s_setup__ready", "s_upd__ready", "m_setup__valid",
 
 
 def move_cycles(paths, scaled):
-    """MR-CW-129: a move's cycles after the band taken, before the scan."""
+    """MR-CW-129/137: a move's cycles after the band taken, before the scan."""
     return paths * (LAT_MOVE_SCALED if scaled else LAT_MOVE_SLOT)
 
 
 def refill_cycles(calm, paths):
-    """MR-CW-129: a refill's cycles after the band taken, before the scan: two a slot (W and
-    the calm test), five for W' and the shortfall, each calm path's, the last pick and the
-    rest."""
-    return 2 * paths + 5 + calm * LAT_REFILL_CALM + 2
+    """MR-CW-138/139: a refill's cycles after the band taken, before the scan: four a slot (W,
+    the echo's time, the cap, the calm test), six for W' and the shortfall, each calm path's,
+    the last pick and the rest."""
+    return REFILL_SLOT * paths + REFILL_W + calm * LAT_REFILL_CALM + 2
 
 
 class CwndControlCycleModel:
@@ -66,6 +73,7 @@ class CwndControlCycleModel:
         self.kind = None            # "move" or "refill"
         self.cur = None             # the write or event offered
         self.ev = None              # the last event seen
+        self.ev_packed = 0          # and as m_ack's payload (MR-CW-147)
         self.moves = {"move": 0, "scaled": 0, "refill": 0, "writes": 0, "cycles": []}
         self._start_cycle = 0
         self.cycle = 0
@@ -85,7 +93,8 @@ class CwndControlCycleModel:
                 "m_setup__valid": int(off),
                 "m_setup__payload": pack(lay.setup, self.cur) if off else 0,
                 "m_ack__valid": int(ack),
-                "m_ack__payload": pack(lay.ack, self.ev) if ack else 0,
+                # MR-CW-147: the last event seen, valid or not
+                "m_ack__payload": self.ev_packed,
                 "release": int(self.state == "REL")}
 
     def _config(self, g):
@@ -116,7 +125,7 @@ class CwndControlCycleModel:
         # the records seen: the shadows (CwndControl.record), the loop's items
         if g("s_ev__valid", 0):
             ev = unpack(lay.ack, g("s_ev__payload", 0))
-            self.ev = ev
+            self.ev, self.ev_packed = ev, g("s_ev__payload", 0)
             self._seen("ack", ev, own=self.state in ("OFFER_ACK", "WAIT_ACK"))
         elif g("s_setup__valid", 0):
             rec = unpack(lay.setup, g("s_setup__payload", 0))

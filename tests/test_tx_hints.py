@@ -215,7 +215,8 @@ def control_block():
 
 def test_control_options_and_ports():
     """MR-TX-510/511: ``control`` needs ``hints`` (``control_wrong`` needs ``control``); with it
-    the control path's ports are gone, the band's configuration stays."""
+    the control path's ports are gone, the band's configuration stays; MR-TX-518, MR-CW-145/146:
+    the windows' band unit shared with the control path (``band_client`` needs ``hints``)."""
     from metaroce.hdl.tx import Tx
     from metaroce.models.tx import CONTROL_INPUTS
     m = TxCycleModel(64, **SMALL, hints=True, control=True)
@@ -231,6 +232,12 @@ def test_control_options_and_ports():
     members = tx.signature.members
     assert "s_cw_ack" not in members and "m_cw_upd" not in members
     assert "cc_line_mbps" in members
+    # MR-TX-518: one band unit, the windows', with the control path as its second client
+    assert tx.cwnd.band_client and tx.cw_ctl.band_port
+    assert "s_band_req" in tx.cwnd.signature.members and "m_band_req" in tx.cw_ctl.signature.members
+    from metaroce.hdl.cwnd import Cwnd
+    with pytest.raises(ValueError):
+        Cwnd(64, SMALL["conns"], SMALL["paths"], band_client=True)
 
 
 def check_control_windows(drv, model):
@@ -287,7 +294,7 @@ def tx_control_run(wrong=None):
 
 @pytest.mark.slow
 def test_tx_control_lockstep():
-    """MR-TX-513 on the RTL: ``Tx(hints=True, control=True)`` against its model in the Amaranth
+    """MR-TX-513 (MR-TX-516's control path, MR-TX-518's one band unit) on the RTL: ``Tx(hints=True, control=True)`` against its model in the Amaranth
     simulator on MR-TX-496's run (idle cycles, backpressure on every output, AXI latency): 0
     mismatches on every output every cycle, every work request completes, every update the RTL's
     windows gave the scheduler the model's (the move writes' windows among them), then the
@@ -308,6 +315,17 @@ def test_tx_control_round_caught_inside():
     assert seen != model.cw_updates
 
 
+@pytest.mark.slow
+def test_tx_control_mul_step_caught_inside():
+    """MR-TX-517: the TX with MR-CW-142's serial product testing the multiplier's next bit
+    (``control_wrong="mul_step"``): unlike MR-TX-514's rounding, the windows it moves are far
+    off and the ports show it (measured: the host's setup ``ready`` at cycle 5,503, where the
+    move writes differ)."""
+    from metaroce.tb.lockstep import Mismatch
+    with pytest.raises(Mismatch):
+        tx_control_run("mul_step")
+
+
 def control_verilator(env):
     from metaroce.sim import verilator as vl
     from metaroce.tb import build as tb_build
@@ -321,7 +339,7 @@ def control_verilator(env):
 @pytest.mark.slow
 @pytest.mark.parametrize("run", ["directed", "random"])
 def test_tx_control_verilator(run):
-    """MR-TX-513 under Verilator (``tb/tx.py`` ``tx_hints`` with ``TX_CONTROL=1``): MR-TX-496's
+    """MR-TX-513/517 under Verilator (``tb/tx.py`` ``tx_hints`` with ``TX_CONTROL=1``): MR-TX-496's
     directed and random runs on ``Tx(hints=True, control=True)``: 0 mismatches, every work
     request completed, every event's windows ``CwndModel``'s, moves and a refill made."""
     row = control_verilator({"TX_HINTS_RUN": run})

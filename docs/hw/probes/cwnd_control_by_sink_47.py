@@ -1,0 +1,38 @@
+"""Area probe, not part of the design (serial47): where ``CwndControl``'s own LUTs are (2 x 4,
+the band unit's submodule not counted), by dp44's method (``dp44_fb_by_sink.py``: each LUT
+attributed to the registers it reaches through logic only, in ``metaroce synth``'s flow), the
+register sets with the most LUTs first. ``--band-port``: the block with the band from a port
+(MR-CW-146). Run from the repository root:
+
+    nice -n 10 .venv/bin/python docs/hw/probes/cwnd_control_by_sink_47.py [--band-port] [--top N] 2>/dev/null"""
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+
+def main():
+    from dp44_fb_by_sink import by_sink
+    from metaroce.hdl.cwnd import CwndControl
+    from metaroce.models.cwnd import SMALL
+    from metaroce.sim import synth
+    from metaroce.sim.verilator import generate_rtlil
+    args = sys.argv[1:]
+    top = int(args[args.index("--top") + 1]) if "--top" in args else 40
+    text = generate_rtlil(CwndControl(**SMALL, band_port="--band-port" in args), "cwnd_control",
+                          drop_zero_init=True)
+    work = synth.default_work_root() / f"serial47-ctl-sink-{synth.synth_key(text, 'ctl')[-20:]}"
+    if not (work / "net.json").is_file():
+        script = synth.synth_script("cwnd_control").replace("; ", "\n") + "\nwrite_json net.json\n"
+        synth._run_yosys(synth.yosys_command(), work, text, "s.ys",
+                         synth.READERS["rtlil"].replace("; ", "\n") + "\n" + script, 7200, "rtlil")
+    mod = json.loads((work / "net.json").read_text())["modules"]["cwnd_control"]
+    by, ffs = by_sink(mod)
+    print(json.dumps({"luts_local": sum(by.values()), "ffs": sum(ffs.values())}))
+    for k, n in by.most_common(top):
+        print(f"{n:6d}  {k[:200]}")
+
+
+if __name__ == "__main__":
+    main()
