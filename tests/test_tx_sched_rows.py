@@ -503,7 +503,9 @@ def test_rows_rtl_late_reports():
     with late ACKs (half the receiver's ACKs lost, every other flush timing the paths out before
     it ACKs them): reports flagged late among suspicions and reroutes, 0 mismatches, the
     checker passes. Negative control (slow): ``test_rows_rtl_late_wrong_form_fails``. The
-    default run's lockstep of this size (``test_rows_rtl_lockstep``'s first case is slow)."""
+    default run's lockstep of this size (``test_rows_rtl_lockstep``'s first case is slow).
+    MR-TXS-500, MR-TXS-501, MR-TXS-502: the RTL's terms formed side by side (no cycle change)
+    keep this lockstep and every other against the unchanged row model."""
     prm, n, seed, kw = _LATE_CASE
     core, drv, model, items, _ = rows_lockstep(prm, n, seed, **kw)
     assert core.mismatches == 0
@@ -601,7 +603,9 @@ def test_rows_rtl_without_forwarding_fails():
     pytest.param("lnq_set = Mux(is_k[K_LOST] & lost_q & r_full, r_bit, 0)", "lnq_set = 0", "stall",
                  marks=pytest.mark.slow)])
 def test_rows_rtl_wrong_forms_fail(old, new, kw):
-    """MR-TXS-254, MR-TXS-263 (negative controls): each wrong form mismatches the model."""
+    """MR-TXS-254, MR-TXS-263 (negative controls): each wrong form mismatches the model.
+    (MR-TXS-502: the full FIFO's kept bit named in MR-TXS-501's report writes, after the
+    other kinds')"""
     from metaroce.tb.lockstep import Mismatch, wrong_form
     hdl = wrong_form("tx_sched_rows", old, new)
     with pytest.raises(Mismatch):
