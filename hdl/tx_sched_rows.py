@@ -795,14 +795,17 @@ class TxSchedRows(wiring.Component):
         w_slot = Cat(w_idx, ws)[:3] if sb else w_idx
         is_send = ((w.op == OP_SEND) | (w.op == OP_SEND_IMM)) & ~w.rsp
         with m.If(is_k[K_WR]):
-            m.d.comb += mid.conn.started.eq(1)                    # MR-TXS-482
+            # MR-TXS-482 (`started`); MR-TXS-501: a refused request leaves the row as read,
+            # by its branch (no mux of the whole row after the op)
             with m.If(w_status != 0):
-                m.d.comb += [cqe_v.eq(1), cqe.conn.eq(conn), cqe.stream.eq(w.stream),
+                m.d.comb += [mid.conn.started.eq(1),
+                             cqe_v.eq(1), cqe.conn.eq(conn), cqe.stream.eq(w.stream),
                              cqe.wr_id.eq(w.wr_id), cqe.status.eq(w_status), cqe.op.eq(w.op),
                              cqe.length.eq(w.length)]
             with m.Elif(count(st_w) >= D):
                 m.d.comb += refused.eq(1)                         # MR-TXS-217
             with m.Else():
+                m.d.comb += mid.conn.started.eq(1)
                 for s in range(S):
                     with m.If(ws == s):
                         nst = mid.streams[s]
@@ -887,6 +890,17 @@ class TxSchedRows(wiring.Component):
                 z_any, z_idx = _lowest_zero(bits)
                 ones = Signal(range(W + 1))
                 m.d.comb += ones.eq(Mux(z_any, z_idx, W))
+                # MR-TXS-501: the base over the ones as a short add of its low bits, its high
+                # part or their successor (formed beside the ones' search) chosen by the carry
+                lb_ = len(ones)
+                ab_w = len(re.ack_base)
+                lo_sum = Signal(lb_ + 1, name="ack_lo_sum")
+                hi1 = Signal(ab_w - lb_, name="ack_hi1")
+                base_new = Signal(ab_w, name="ack_base_new")
+                m.d.comb += [lo_sum.eq(re.ack_base[:lb_] + ones),
+                             hi1.eq(re.ack_base[lb_:] + 1),
+                             base_new.eq(Cat(lo_sum[:lb_], Mux(lo_sum[lb_], hi1,
+                                                               re.ack_base[lb_:])))]
                 lost_q = is_k[K_LOST] & ~acked_bit(re, rp_chunk) & (re.status == 0)
                 r_full = r.conn.rcount >= R
                 r_bit = Signal(W)
@@ -896,24 +910,10 @@ class TxSchedRows(wiring.Component):
                         ne = mid.entries[k]
                         with m.If(~a.late):
                             m.d.comb += ne.out.eq(_sub0(re.out, 1))
-                        # MR-TXS-257: kept when the FIFO is full; an acknowledged chunk at or
-                        # above the base leaves the set (below it, the bit is another chunk's)
-                        with m.If(lost_q & r_full):
-                            m.d.comb += ne.lnq.eq(re.lnq | r_bit)
-                        with m.If(is_k[K_ACKED] & (rp_chunk >= re.ack_base)):
-                            m.d.comb += ne.lnq.eq(re.lnq & ~r_bit)
                         with m.If(new_ack):
-                            m.d.comb += [ne.ack_base.eq(re.ack_base + ones),
+                            m.d.comb += [ne.ack_base.eq(base_new),
                                          ne.ack_bits.eq(bits >> ones)]
                 m.d.comb += lost_queued.eq(lost_q & ~r_full)
-                with m.If(lost_q & ~r_full):
-                    tail = (r.conn.rhead + r.conn.rcount)[:rb]
-                    for k in range(R):
-                        with m.If(tail == k):
-                            m.d.comb += [mid.retx[k].slot.eq(rp_slot),
-                                         mid.retx[k].chunk.eq(rp_chunk),
-                                         mid.retx[k].stale.eq(0)]
-                    m.d.comb += mid.conn.rcount.eq(r.conn.rcount + 1)
 
         # ---- a completion (MR-TXS-022/027)
         c_ok = [Signal(name=f"c_ok{s}") for s in range(S)]
@@ -933,7 +933,11 @@ class TxSchedRows(wiring.Component):
             e = entry_at(Cat(st.done[:db], Const(s, sb)) if sb else st.done[:db])
             u = Signal.like(r.conn.unsent, name=f"cpl_unsent{s}")
             m.d.comb += u.eq(r.conn.unsent - (e.nchunks - e.next_chunk))
-            cpl_u.append(u)
+            # MR-TXS-501: whether it is not 0 as one add and a compare (next_chunk is at most
+            # nchunks), not the two subtractions' carries then a test
+            u_nz = Signal(name=f"cpl_unsent_nz{s}")
+            m.d.comb += u_nz.eq((r.conn.unsent + e.next_chunk)[:len(u)] != e.nchunks)
+            cpl_u.append((u, u_nz))
         with m.If(is_k[K_COMPLETE] & c_any):
             # MR-TXS-499: every path of the connection counts the completion (saturating)
             for p in range(Pn):
@@ -948,13 +952,18 @@ class TxSchedRows(wiring.Component):
             for s in range(S):
                 st = r.streams[s]
                 with m.If((c_s == s) & (st.send == st.done)):
-                    m.d.comb += mid.conn.unsent.eq(cpl_u[s])
+                    m.d.comb += mid.conn.unsent.eq(cpl_u[s][0])
             # MR-TXS-460: the FIFO's entries of the completed message stale (its queued
             # resends are never sent, whatever takes the slot next); the live entries only, as
             # the model stores them
+            # (MR-TXS-501: each entry's slot against each stream's head, selected by the
+            # stream completed, not compared after the choice of its slot)
+            c_first = [c_ok[s_] & ~Cat(*c_ok[:s_], Const(0, 1)).any() for s_ in range(S)]
             for k in range(R):
-                with m.If((((k - r.conn.rhead)[:rb] if rb else 0) < r.conn.rcount)
-                          & (r.retx[k].slot == c_slot)):
+                at_head = Cat(*(c_first[s_] & (r.retx[k].slot == (
+                    Cat(r.streams[s_].done[:db], Const(s_, sb))[:3] if sb
+                    else r.streams[s_].done[:db])) for s_ in range(S))).any()
+                with m.If((((k - r.conn.rhead)[:rb] if rb else 0) < r.conn.rcount) & at_head):
                     m.d.comb += mid.retx[k].stale.eq(1)
             m.d.comb += [cqe_v.eq(1), cqe_rsp.eq(ce.rsp), cqe.conn.eq(conn),
                          cqe.stream.eq(Mux(ce.rsp, cd.wr_id, c_s)), cqe.wr_id.eq(cd.wr_id),
@@ -1115,6 +1124,27 @@ class TxSchedRows(wiring.Component):
             for k in range(SD):
                 with m.If(f_slot == k):
                     m.d.comb += mid.entries[k].lnq.eq(fill_lnq)
+        # ---- a report's lost chunk (MR-TXS-257): kept in the entry's set when the FIFO is
+        # full, else queued at its tail; an acknowledged chunk at or above the base leaves the
+        # set (below it, the bit is another chunk's). MR-TXS-501: written after the other
+        # kinds' writes of these fields (no other kind writes them in a report's row), so
+        # their deep terms (r_hit, lost_q) select the last mux
+        rep_hit = Signal(name="rep_hit")
+        m.d.comb += rep_hit.eq(is_rep & r_hit)
+        lnq_set = Mux(is_k[K_LOST] & lost_q & r_full, r_bit, 0)
+        lnq_clr = Mux(is_k[K_ACKED] & (rp_chunk >= re.ack_base), r_bit, 0)
+        with m.If(rep_hit):
+            for k in range(SD):
+                with m.If(rp_slot == k):
+                    m.d.comb += mid.entries[k].lnq.eq((re.lnq | lnq_set) & ~lnq_clr)
+            with m.If(lost_q & ~r_full):
+                tail = (r.conn.rhead + r.conn.rcount)[:rb]
+                for k in range(R):
+                    with m.If(tail == k):
+                        m.d.comb += [mid.retx[k].slot.eq(rp_slot),
+                                     mid.retx[k].chunk.eq(rp_chunk),
+                                     mid.retx[k].stale.eq(0)]
+                m.d.comb += mid.conn.rcount.eq(r.conn.rcount + 1)
         # the frame request (MR-TXS-040) and the sent event
         gd = desc_at(g_slot)
         send_op = (ge.op == OP_SEND) | (ge.op == OP_SEND_IMM)
@@ -1159,22 +1189,24 @@ class TxSchedRows(wiring.Component):
             sched_in = sched_in & pace_res.pop("due_new")
             other_in = other_in & pace_res["due_new_"]
             pace_res.pop("due_new_")
-        with m.If(is_k[K_SCHED]):
-            with m.If(sched_in if self.pacing else act & work):
-                m.d.comb += push_active.eq(1)
-            with m.Else():
-                m.d.comb += new.conn.inq.eq(0)
-        with m.Elif(other_in if self.pacing         # MR-TXS-273: not a probe
-                    else ~refused & ~is_probe & ~r.conn.inq & work):
-            m.d.comb += [new.conn.inq.eq(1), push_active.eq(1)]
+        # MR-TXS-501: the bit and the push as two muxes by the kind (its terms, the work term
+        # last, not behind a chain of the op's cases)
+        sched_push = sched_in if self.pacing else act & work
+        other_push = (other_in if self.pacing         # MR-TXS-273: not a probe
+                      else ~refused & ~is_probe & ~r.conn.inq & work)
+        m.d.comb += [push_active.eq(Mux(is_k[K_SCHED], sched_push, other_push)),
+                     new.conn.inq.eq(Mux(is_k[K_SCHED], sched_push & r.conn.inq,
+                                         r.conn.inq | other_push))]
         incq = Mux(is_k[K_COMPLETE], 0, r.conn.incq)
         any_c = self._completes_after(m, r, a, is_k, c_ok, count, live_k, re, r_hit, new_ack_t,
                                       bits)
         m.d.comb += new.conn.incq.eq(incq)
         with m.If(~refused & ~is_probe & ~incq & any_c):
             m.d.comb += [new.conn.incq.eq(1), push_done.eq(1)]
+        # MR-TXS-501: every write of a refused request's row is in a branch it does not take
+        # (the request's own, the queues' bits and pacing's `armed` gated by it)
         final = Signal(rl.row)
-        m.d.comb += final.eq(Mux(refused, r.as_value(), new.as_value()))
+        m.d.comb += final.eq(new.as_value())
         res = dict(refused=refused, push_active=push_active, push_done=push_done, pkt=pkt,
                    psn_ign=is_k[K_CWND] & a.pw & r.conn.started,
                    msg_next=st_w.msg_next + 1,
@@ -1215,15 +1247,23 @@ class TxSchedRows(wiring.Component):
 
         msg_len = _msg_len
 
-        def chunk_place(e, chunk):
+        def last_bytes(e):
+            """An entry's last chunk's bytes (its message's rest: its length's low bits, an
+            MTU when they are 0; 0 for a message of 0 bytes; MR-TXS-500's form)."""
+            # (the op's cases and the length's tests side by side, not after msg_len's mux)
+            low = e.length[:mtu_log2]
+            last = Signal(mtu_log2 + 1, name="cb_last")
+            m.d.comb += last.eq(Mux(e.op == OP_READ, 0, Mux(e.op == OP_CMP_SWAP, 16, Mux(
+                e.op == OP_FETCH_ADD, 8, Mux(e.length == 0, 0, Mux(low == 0, mtu, low))))))
+            return last
+
+        def chunk_place(e, chunk, last=None):
             """MR-TXS-437/453: ``(before, at, last)``: whether ``chunk`` of entry ``e``'s
             message is before its last chunk, at it (from one difference, the chunk count less
-            the chunk: above 1, 1), and the last chunk's bytes (the message's rest: its
-            length's low bits, an MTU when they are 0; 0 for a message of 0 bytes)."""
-            ml = msg_len(e)
-            low = ml[:mtu_log2]
-            last = Signal(mtu_log2 + 1, name="cb_last")
-            m.d.comb += last.eq(Mux(ml == 0, 0, Mux(low == 0, mtu, low)))
+            the chunk: above 1, 1), and the last chunk's bytes (:func:`last_bytes`; ``last``:
+            the entry's, formed before its select)."""
+            if last is None:
+                last = last_bytes(e)
             left = Signal(signed(len(e.nchunks) + 2), name="cb_left")
             m.d.comb += left.eq(Cat(e.nchunks, Const(0, 1)).as_signed()
                                 - Cat(chunk, Const(0, 1)).as_signed())
@@ -1231,11 +1271,11 @@ class TxSchedRows(wiring.Component):
             pos = ~left[-1]
             return pos & (left[1:-1] != 0), pos & (left[1:-1] == 0) & left[0], last
 
-        def chunk_bytes(e, chunk):
+        def chunk_bytes(e, chunk, last=None):
             """MR-TXS-437: the bytes of ``chunk`` of entry ``e``'s message by the chunk's place
             against the entry's chunk count: an MTU before the last chunk, the message's rest
             at the last, 0 after; not ``length - chunk x mtu`` clamped."""
-            before, at, last = chunk_place(e, chunk)
+            before, at, last = chunk_place(e, chunk, last)
             return Mux(before, mtu, Mux(at, last, 0))
 
         def acked_bit(e, chunk):
@@ -1251,7 +1291,7 @@ class TxSchedRows(wiring.Component):
         def path_at(p):
             return data.View(rl.path, r.paths.as_value().word_select(p[:pb], rl.path.size))
 
-        return SimpleNamespace(count=count, live_k=live_k, msg_len=msg_len,
+        return SimpleNamespace(count=count, live_k=live_k, msg_len=msg_len, last_bytes=last_bytes,
                                chunk_place=chunk_place, chunk_bytes=chunk_bytes, acked_bit=acked_bit, entry_at=entry_at,
                                path_at=path_at)
 
@@ -1310,10 +1350,29 @@ class TxSchedRows(wiring.Component):
         n_slot = Cat(n_st.send[:db], n_s)[:3] if sb else n_st.send[:db]
         g_slot = Signal(3, name="sched_slot")
         m.d.comb += g_slot.eq(Mux(resend, rh.slot, n_slot))
-        ge = entry_at(g_slot)
+        # MR-TXS-500: the new chunk and whether it is its message's last (read for a new chunk
+        # only) formed per stream from its next entry and selected by the stream's pick, not
+        # after the slot's choice
+        s_next, s_last = [], []
+        for s in range(S):
+            st = r.streams[s]
+            se = entry_at(Cat(st.send[:db], Const(s, sb)) if sb else st.send[:db])
+            s_next.append(se.next_chunk[:records.CHUNK_BITS])
+            s_last.append(se.next_chunk + 1 == se.nchunks)
+        n_last = Signal(name="sched_last")
+        g_chunk = Signal(records.CHUNK_BITS, name="sched_chunk")
+        m.d.comb += [n_last.eq(Cat(*s_last).bit_select(n_s, 1) if S > 1 else s_last[0]),
+                     g_chunk.eq(Mux(resend, rh.chunk[:records.CHUNK_BITS],
+                                    Cat(*s_next).word_select(n_s, records.CHUNK_BITS)
+                                    if S > 1 else s_next[0]))]
         # MR-TXS-310: the chunk's bytes formed per candidate (the resend's, each stream's next
         # chunk) in parallel with the choice and selected after it (rdep33)
-        nb_resend = chunk_bytes(entry_at(rh.slot), rh.chunk[:records.CHUNK_BITS])
+        # MR-TXS-500: the resend head's last bytes formed per entry and selected by its slot
+        # (not formed after the FIFO's and the entry's selects)
+        e_last = Cat(*(F.last_bytes(r.entries[k]) for k in range(SD)))
+        rh_last = Signal(mtu_log2 + 1, name="sched_rh_last")
+        m.d.comb += rh_last.eq(e_last.word_select(rh.slot[:db + sb], mtu_log2 + 1))
+        nb_resend = chunk_bytes(entry_at(rh.slot), rh.chunk[:records.CHUNK_BITS], rh_last)
         nb_stream = Signal(S * (mtu_log2 + 1))
         for s in range(S):
             st = r.streams[s]
@@ -1327,7 +1386,7 @@ class TxSchedRows(wiring.Component):
         # MR-TXS-453: the chosen chunk's place and last bytes (selected as the bytes are), so a
         # test "bytes > x" is formed for an MTU, the last bytes and 0 in parallel with the
         # place and selected by it
-        pl = [F.chunk_place(entry_at(rh.slot), rh.chunk[:records.CHUNK_BITS])]
+        pl = [F.chunk_place(entry_at(rh.slot), rh.chunk[:records.CHUNK_BITS], rh_last)]
         for s in range(S):
             st = r.streams[s]
             se = entry_at(Cat(st.send[:db], Const(s, sb)) if sb else st.send[:db])
@@ -1387,14 +1446,19 @@ class TxSchedRows(wiring.Component):
         f_bit = f_bit if wb_ else Const(0, 1)
         # the chunk: ack_base + ((bit - ack_base) mod W): the bit over the base's high part, one
         # window more when the bit is below the base's low bits
+        # (MR-TXS-500: the base's high part and its successor formed per entry, before the
+        # pick's select, and chosen by the compare: no adder after the lowest bit)
         f_chunk = Signal(records.CHUNK_BITS)
-        m.d.comb += f_chunk.eq(Cat(f_bit[:wb_], fe.ack_base[wb_:])
-                               + Mux(f_bit[:wb_] < fe.ack_base[:wb_], W, 0))
+        hb = records.CHUNK_BITS - wb_
+        e_hi1 = Cat(*((r.entries[k].ack_base[wb_:records.CHUNK_BITS] + 1)[:hb] for k in range(SD)))
+        f_hi1 = Signal(hb, name="fill_hi1")
+        m.d.comb += [f_hi1.eq(e_hi1.word_select(f_slot, hb)),
+                     f_chunk.eq(Cat(f_bit[:wb_], Mux(f_bit[:wb_] < fe.ack_base[:wb_], f_hi1,
+                                                     fe.ack_base[wb_:records.CHUNK_BITS])))]
         m.d.comb += [pv.resend.eq(resend), pv.drop.eq(drop),
                      pv.go.eq((resend | n_any) & ~conn_block & p_any), pv.n_s.eq(n_s),
                      pv.g_slot.eq(g_slot),
-                     pv.g_chunk.eq(Mux(resend, rh.chunk, ge.next_chunk)[:records.CHUNK_BITS]),
-                     pv.nb.eq(nb_sched), pv.last.eq(ge.next_chunk + 1 == ge.nchunks),
+                     pv.g_chunk.eq(g_chunk), pv.nb.eq(nb_sched), pv.last.eq(n_last),
                      pv.before.eq(before_sel), pv.at.eq(at_sel), pv.last_bytes.eq(last_sel),
                      pv.g_p.eq(g_p[:max(1, pb)]), pv.req_p.eq(req_p),
                      pv.unsent_new.eq(unsent_new), pv.f_any.eq(f_any), pv.f_slot.eq(f_slot),
@@ -1419,17 +1483,19 @@ class TxSchedRows(wiring.Component):
         after_cpl = base
         for s in reversed(range(S)):
             st = r.streams[s]
-            u = cpl_u[s]
+            u_nz = cpl_u[s][1]
             first = c_ok[s] & ~Cat(*c_ok[:s], Const(0, 1)).any()
-            after_cpl = Mux(first & (st.send == st.done), (u != 0) | rcount_nz, after_cpl)
+            after_cpl = Mux(first & (st.send == st.done), u_nz | rcount_nz, after_cpl)
         # a report: a lost chunk queued (MR-TXS-021/257)
         after_rep = base | lost_queued
         # a schedule op that acts: a resend (sent or dropped) pops the FIFO's head unless the
         # refill moves a kept chunk in (MR-TXS-258); a new chunk takes one off `unsent`
         after_sched = Mux(resend, unsent_nz | f_any | (cr.rcount != 1), cr.unsent != 1)
         work = Signal(name="work_after")
-        m.d.comb += work.eq(Mux(is_k[K_WR], after_wr, Mux(is_k[K_COMPLETE], after_cpl, Mux(
-            is_k[K_ACKED] | is_k[K_LOST], after_rep, Mux(is_k[K_SCHED], after_sched, base)))))
+        # (MR-TXS-501: the report's term, the deepest, in the last mux)
+        m.d.comb += work.eq(Mux(is_k[K_ACKED] | is_k[K_LOST], after_rep, Mux(
+            is_k[K_WR], after_wr, Mux(is_k[K_COMPLETE], after_cpl,
+                                      Mux(is_k[K_SCHED], after_sched, base)))))
         return work
 
     def _completes_after(self, m, r, a, is_k, c_ok, count, live_k, re, r_hit, new_ack, bits):
@@ -1495,9 +1561,9 @@ class TxSchedRows(wiring.Component):
             after_fail = after_fail | ((count(r.streams[s]) != 0) & cond(failed, e))
             after_rep = after_rep | Mux(r_hit & (rep_slot == at), rep_done, c_ok[s])
         any_c = Signal(name="cpl_any")
-        m.d.comb += any_c.eq(Mux(is_k[K_COMPLETE], after_cpl, Mux(
-            is_k[K_FAIL], after_fail, Mux(is_k[K_ACKED] | is_k[K_LOST], after_rep,
-                                          Cat(*c_ok).any()))))
+        # (MR-TXS-501: the report's term, the deepest, in the last mux)
+        m.d.comb += any_c.eq(Mux(is_k[K_ACKED] | is_k[K_LOST], after_rep, Mux(
+            is_k[K_COMPLETE], after_cpl, Mux(is_k[K_FAIL], after_fail, Cat(*c_ok).any()))))
         return any_c
 
     def _s2_pace(self, m, r, a, new, is_k, pkt, g_nb, ge, lt_seen, refused):
@@ -1532,7 +1598,8 @@ class TxSchedRows(wiring.Component):
         push_late = Signal(name="pace_push_late")
         m.d.comb += push_late.eq(~refused & armed & ~inlq_pre)
         nc = new.conn
-        m.d.comb += [nc.pend.eq(pend), nc.seen.eq(seen), nc.armed.eq(armed),
+        m.d.comb += [nc.pend.eq(pend), nc.seen.eq(seen),
+                     nc.armed.eq(Mux(refused, cr.armed, armed)),      # MR-TXS-501: as read
                      nc.paced.eq(Mux(is_rt, a.paced, cr.paced)), nc.inlq.eq(inlq_pre | push_late)]
         due_new = Const(1, 1) if self.pace_ignored else ~pend & ~armed
         return {"ask": charge, "ask_wl": wl, "push_late": push_late, "late_seen": seen,

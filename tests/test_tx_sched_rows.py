@@ -506,7 +506,9 @@ def test_rows_rtl_late_reports():
     with late ACKs (half the receiver's ACKs lost, every other flush timing the paths out before
     it ACKs them): reports flagged late among suspicions and reroutes, 0 mismatches, the
     checker passes. Negative control (slow): ``test_rows_rtl_late_wrong_form_fails``. The
-    default run's lockstep of this size (``test_rows_rtl_lockstep``'s first case is slow)."""
+    default run's lockstep of this size (``test_rows_rtl_lockstep``'s first case is slow).
+    MR-TXS-500, MR-TXS-501, MR-TXS-502: the RTL's terms formed side by side (no cycle change)
+    keep this lockstep and every other against the unchanged row model."""
     prm, n, seed, kw = _LATE_CASE
     core, drv, model, items, _ = rows_lockstep(prm, n, seed, **kw)
     assert core.mismatches == 0
@@ -614,10 +616,12 @@ def test_rows_rtl_without_forwarding_fails():
     pytest.param("m.d.comb += fill.eq(popped & f_any)", "m.d.comb += fill.eq(0)", "stall",
                  marks=pytest.mark.slow),
     # MR-TXS-263: a full FIFO's lost chunk not kept
-    pytest.param("with m.If(lost_q & r_full):", "with m.If(0):", "stall",
+    pytest.param("lnq_set = Mux(is_k[K_LOST] & lost_q & r_full, r_bit, 0)", "lnq_set = 0", "stall",
                  marks=pytest.mark.slow)])
 def test_rows_rtl_wrong_forms_fail(old, new, kw):
-    """MR-TXS-254, MR-TXS-263 (negative controls): each wrong form mismatches the model."""
+    """MR-TXS-254, MR-TXS-263 (negative controls): each wrong form mismatches the model.
+    (MR-TXS-502: the full FIFO's kept bit named in MR-TXS-501's report writes, after the
+    other kinds')"""
     from metaroce.tb.lockstep import Mismatch, wrong_form
     hdl = wrong_form("tx_sched_rows", old, new)
     with pytest.raises(Mismatch):
@@ -911,7 +915,7 @@ def test_rows_rtl_depth_wrong_forms_fail(old, new, kw):
     pytest.param("(wr_unsent != 0) | rcount_nz)", "rcount_nz)", (30, 1, {}),
                  marks=pytest.mark.slow),
     # MR-TXS-435: a completion's work without its head's unsent chunks taken off
-    pytest.param("(st.send == st.done), (u != 0) | rcount_nz,", "(st.send == st.done), base,",
+    pytest.param("(st.send == st.done), u_nz | rcount_nz,", "(st.send == st.done), base,",
                  "fail4", marks=pytest.mark.slow),
     # MR-TXS-437: the last chunk a full MTU
     pytest.param("Mux(before, mtu, Mux(", "Mux(before | at, mtu, Mux(", (30, 1, {}),
@@ -950,7 +954,7 @@ def test_rows_rtl_queue_terms_wrong_forms_fail(old, new, kw):
     pytest.param("sel = Mux(resend, g[0],", "sel = Mux(resend, 0,", "window",
                  marks=pytest.mark.slow),
     # MR-TXS-451: stream 0's head's unsent chunks whatever stream completes
-    pytest.param("mid.conn.unsent.eq(cpl_u[s])", "mid.conn.unsent.eq(cpl_u[0])", "fail",
+    pytest.param("mid.conn.unsent.eq(cpl_u[s][0])", "mid.conn.unsent.eq(cpl_u[0][0])", "fail",
                  marks=pytest.mark.slow),
     # MR-TXS-450: a READ response's status not cleared (the request before it's kept)
     pytest.param("b_wr.err.eq(r.err), w_status.eq(0)]", "b_wr.err.eq(r.err)]", "rsp",
