@@ -43,10 +43,10 @@ from amaranth.lib.wiring import In, Out
 
 from ..models import records
 from ..models.dma_write import OUTSTANDING
-from ..models.engine import (ACK_FIFO_DEPTH, check_engine_hint_options, CQ_DEPTH, CQ_RD_OPS, CQ_REFUSED, CQ_RX_OPCODES, ENG_CTR,
-                              ENGINE_CFG_SACK, ENGINE_TX_NAMES, PSN_BITS, PSN_IGNORED_CTR, RSP_FIFO_DEPTH,
-                              HINT_BITS, HINT_MAX, WR_FIFO_DEPTH, check_ack_hint_options, engine_tx_params,
-                              rsp_free_depth)
+from ..models.engine import (ACK_FIFO_DEPTH, CQ_DEPTH, CQ_RD_OPS, CQ_REFUSED, CQ_RX_OPCODES, ENG_CTR,
+                              ENGINE_CFG_SACK, ENGINE_TX_NAMES, HINT_BITS, HINT_MAX, PSN_BITS, PSN_IGNORED_CTR,
+                              RSP_FIFO_DEPTH, WR_FIFO_DEPTH, check_ack_hint_options, check_engine_hint_options,
+                              engine_tx_params, rsp_free_depth)
 from ..models.frame_builder import DESC_LAYOUT
 from ..models.wire import ROCE_PORT, Op
 from ..models.rx import (CHUNK_RING, RD_OP_CMP_SWAP, RD_OP_FETCH_ADD, RD_OP_READ, SMALL as RX_SMALL,
@@ -812,6 +812,11 @@ class Engine(wiring.Component):
     ``interval`` (MR-ENG-299/300): the fewest cycles between two frames at the MAC, by default
     ``records.frame_interval(width)`` (8 at 64 bits, 1 at 512); the blocks named in MR-ENG-300
     take their inputs at most once every ``interval`` cycles.
+
+    ``hints`` (MR-ENG-311..313, default off): the receiver's rate hints end to end: the TX half
+    ``Tx(hints=True, control=True)`` at interval 1, ``AckIn`` decoding the peer's MRAH hint into
+    its ``s_ack``, ``AckOut`` writing the input ``ack_hint_mbps`` into the engine's ACKs; not with
+    ``pacing`` or ``rows``.
 
     ``rows`` (MR-ENG-291, default off): the TX half's scheduler the row scheduler
     (``Tx(rows=True)``, its ``m_rd`` joined as the register scheduler's, MR-TX-333): the same
