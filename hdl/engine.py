@@ -44,8 +44,9 @@ from amaranth.lib.wiring import In, Out
 from ..models import records
 from ..models.dma_write import OUTSTANDING
 from ..models.engine import (ACK_FIFO_DEPTH, CQ_DEPTH, CQ_RD_OPS, CQ_REFUSED, CQ_RX_OPCODES, ENG_CTR,
-                              ENGINE_CFG_SACK, ENGINE_TX_NAMES, PSN_BITS, PSN_IGNORED_CTR, RSP_FIFO_DEPTH,
-                              WR_FIFO_DEPTH, engine_tx_params, rsp_free_depth)
+                              ENGINE_CFG_SACK, ENGINE_TX_NAMES, HINT_BITS, HINT_MAX, PSN_BITS, PSN_IGNORED_CTR,
+                              RSP_FIFO_DEPTH, WR_FIFO_DEPTH, check_ack_hint_options, check_engine_hint_options,
+                              engine_tx_params, rsp_free_depth)
 from ..models.frame_builder import DESC_LAYOUT
 from ..models.wire import ROCE_PORT, Op
 from ..models.rx import (CHUNK_RING, RD_OP_CMP_SWAP, RD_OP_FETCH_ADD, RD_OP_READ, SMALL as RX_SMALL,
@@ -370,8 +371,11 @@ class AckIn(wiring.Component):
     records (``m_ack``) through a 1-entry SyncFIFO; a record whose DestQP is ``conns`` or more
     is taken and dropped."""
 
-    def __init__(self, conns, meta_sig, ack_layout):
+    def __init__(self, conns, meta_sig, ack_layout, *, hints=False, hint_wrong=None):
         self.conns, self.ack_layout = conns, ack_layout
+        # MR-ENG-313: the MRAH's rate hint into the record's ``hint`` (the TX with hints);
+        # hint_wrong (negative controls only, MR-ENG-322): "drop" (0) or "trunc" (low bits)
+        self.hints, self.hint_wrong = check_ack_hint_options(hints, hint_wrong)
         super().__init__({"s_meta": In(meta_sig), "m_ack": Out(stream.Signature(ack_layout))})
 
     def elaborate(self, platform):
@@ -385,6 +389,12 @@ class AckIn(wiring.Component):
             m.d.comb += [rec.nak.eq(p.bth.opcode == Op.MR_NAK), rec.path.eq(p.mrah.path),
                          rec.psn.eq(p.mrah.trigger_psn), rec.cum.eq(p.mrah.cum_psn),
                          rec.sack.eq(p.mrah.sack), rec.ce_count.eq(ce), rec.ece.eq(ce != 0)]
+            if self.hints and self.hint_wrong != "drop":
+                rate = p.mrah.rate_mbps
+                if self.hint_wrong == "trunc":
+                    m.d.comb += rec.hint.eq(rate[:HINT_BITS])
+                else:           # MR-ENG-313: saturated at 2^19 - 1 (MR-TX-490)
+                    m.d.comb += rec.hint.eq(Mux(rate > HINT_MAX, HINT_MAX, rate[:HINT_BITS]))
         with m.Else():
             m.d.comb += [rec.nak.eq(1), rec.path.eq(p.mrnh.path), rec.psn.eq(p.mrnh.psn),
                          rec.reason.eq(p.mrnh.reason)]
@@ -739,11 +749,14 @@ class AckOut(wiring.Component):
     MRNH fields both from the record, the opcode from ``nak``); the per-connection template
     rows written by ``s_cfg`` (the TX half's layout, MR-TX-121)."""
 
-    def __init__(self, conns, ack_layout, cfg_layout):
-        self.conns, self.cfg_layout = conns, cfg_layout
-        super().__init__({"s_ack": In(stream.Signature(ack_layout)),
-                          "s_cfg": In(stream.Signature(cfg_layout)),
-                          "m_desc": Out(stream.Signature(DESC_LAYOUT))})
+    def __init__(self, conns, ack_layout, cfg_layout, *, hints=False):
+        self.conns, self.cfg_layout, self.hints = conns, cfg_layout, bool(hints)
+        ports = {"s_ack": In(stream.Signature(ack_layout)),
+                 "s_cfg": In(stream.Signature(cfg_layout)),
+                 "m_desc": Out(stream.Signature(DESC_LAYOUT))}
+        if self.hints:
+            ports["hint"] = In(HINT_BITS)       # MR-ENG-312: the receiver's hint, Mb/s
+        super().__init__(ports)
 
     def elaborate(self, platform):
         m = Module()
@@ -767,6 +780,8 @@ class AckOut(wiring.Component):
                      d.mrah_version.eq(1), d.mrah_flags.eq(r.ce_count != 0), d.mrah_path.eq(r.path),
                      d.mrah_ce_count.eq(r.ce_count), d.mrah_cum_psn.eq(r.cum),
                      d.mrah_trigger_psn.eq(r.psn), d.mrah_sack.eq(r.sack)]
+        if self.hints:
+            m.d.comb += d.mrah_rate_mbps.eq(self.hint)         # MR-ENG-312
         # no queue: the frame builder's descriptor stages buffer, and its ready is a register
         m.d.comb += [a.ready.eq(o.ready), o.valid.eq(a.valid), o.payload.eq(d)]
         return m
@@ -798,6 +813,11 @@ class Engine(wiring.Component):
     ``records.frame_interval(width)`` (8 at 64 bits, 1 at 512); the blocks named in MR-ENG-300
     take their inputs at most once every ``interval`` cycles.
 
+    ``hints`` (MR-ENG-311..313, default off): the receiver's rate hints end to end: the TX half
+    ``Tx(hints=True, control=True)`` at interval 1, ``AckIn`` decoding the peer's MRAH hint into
+    its ``s_ack``, ``AckOut`` writing the input ``ack_hint_mbps`` into the engine's ACKs; not with
+    ``pacing`` or ``rows``.
+
     ``rows`` (MR-ENG-291, default off): the TX half's scheduler the row scheduler
     (``Tx(rows=True)``, its ``m_rd`` joined as the register scheduler's, MR-TX-333): the same
     ports; not with ``pacing`` (MR-TX-317).
@@ -806,8 +826,11 @@ class Engine(wiring.Component):
 
     def __init__(self, width=64, *, conns=2, paths=4, keys=256, rx_streams=RX_SMALL["streams"],
                  max_frame=9216, outstanding=32, cq_join=True, max_rd_atomic=records.RD_ATOMIC,
-                 pacing=False, rows=False, interval=None, **tx_kw):
+                 pacing=False, rows=False, interval=None, hints=False, hint_wrong=None, **tx_kw):
         kw = engine_tx_params(tx_kw)
+        # MR-ENG-311: the rate hints end to end (the TX half Tx(hints=True, control=True), the
+        # peer's MRAH hint decoded into its s_ack, the host's hint on the engine's ACKs)
+        self.hints, self.hint_wrong = check_engine_hint_options(hints, hint_wrong, pacing=pacing, rows=rows)
         # MR-ENG-299/300: the frame interval its blocks may take (at 64 bits 8 cycles a frame)
         self.interval = records.interval_of(width, interval)
         # MR-ENG-258: the TX half paced (Tx(pacing=True)), its pacer set through s_axil
@@ -829,10 +852,12 @@ class Engine(wiring.Component):
         # MR-ENG-282: the TX half's one frame builder takes the ACK descriptors too
         # MR-TXS-417, MR-TX-455: the TX half's interval (its scheduler's and retransmit unit's);
         # 1 with pacing or the row scheduler, which do not take one
-        tx_interval = 1 if self.pacing or self.rows else self.interval
+        tx_interval = 1 if self.pacing or self.rows or self.hints else self.interval     # MR-ENG-311
         # MR-TXS-444: above interval 1 the scheduler's output queues show their memory's head
         # only (MR-TXS-419), unless ``mem_head=False`` is given
         kw.setdefault("mem_head", tx_interval > 1)
+        if self.hints:
+            kw.update(hints=True, control=True)
         self.tx = Tx(width, conns=conns, paths=paths, rd_rows=True, pacing=self.pacing, ack_desc=True,
                      rows=self.rows, interval=tx_interval, **kw)
         # the scheduler's streams (the paced scheduler, MR-ENG-258, is a join without its own)
@@ -847,6 +872,8 @@ class Engine(wiring.Component):
         for name, mem in self.tx.signature.members.items():
             if name not in _TX_INTERNAL:
                 ports[ENGINE_TX_NAMES.get(name, name)] = mem
+        if self.hints:
+            ports["ack_hint_mbps"] = In(HINT_BITS)     # MR-ENG-312: the hint the engine's ACKs carry
         super().__init__(ports)
 
     def elaborate(self, platform):
@@ -854,8 +881,10 @@ class Engine(wiring.Component):
         rxh, tx = self.rx_half, self.tx
         m.submodules.rx_half, m.submodules.tx = rxh, tx
         m.submodules.ack_in = ack_in = AckIn(self.conns, rxh.signature.members["m_peer_ack"].signature,
-                                             tx.lay.rtx.ack)
-        m.submodules.ack_out = ack_out = AckOut(self.conns, rxh.lay.ack, tx.lay.cfg)
+                                             tx.lay.rtx.ack, hints=self.hints, hint_wrong=self.hint_wrong)
+        m.submodules.ack_out = ack_out = AckOut(self.conns, rxh.lay.ack, tx.lay.cfg, hints=self.hints)
+        if self.hints:
+            m.d.comb += ack_out.hint.eq(self.ack_hint_mbps)     # MR-ENG-312
         # MR-ENG-240/241: with the resources, RspJoin's queue of frees
         free_depth = rsp_free_depth(self.conns, self.max_rd_atomic) if self.max_rd_atomic is not None else 0
         m.submodules.rsp = rsp = RspJoin(tx.lay.sched.rsp, tx.lay.sched.rsp_done,
@@ -970,6 +999,11 @@ def _forward(m, inner, outer, member):
 def engine_small(width=64):
     """MR-ENG-130: the block ``engine``: 2 connections x 4 paths, 256 keys, 32 bursts."""
     return Engine(width)
+
+
+def engine_hints_small(width=64):
+    """MR-ENG-311: the block ``engine_hints``: ``engine_small`` with the rate hints end to end."""
+    return Engine(width, hints=True)
 
 
 def engine_rows_small(width=64):

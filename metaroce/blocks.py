@@ -407,6 +407,20 @@ BLOCKS: dict[str, Block] = {
         shares={"rx_half": r"^rx_half$", "tx": r"^tx$", "ack_in": r"^ack_in$",
                 "ack_out": r"^ack_out$"},
     ),
+    # The whole engine with the rate hints end to end (issues 12, 13; hw-engine.md section 5p,
+    # MR-ENG-311): the TX half Tx(hints=True, control=True), the peer's MRAH hint decoded.
+    "engine_hints": Block(
+        name="engine_hints",
+        component="metaroce.hdl.engine:engine_hints_small",
+        model="metaroce.models.engine:engine_model_hints_small",
+        tb="metaroce.tb.cosim",
+        help="the whole engine, small instance, with the receiver's rate hints end to end "
+             "(the peer's MRAH hint into the TX half's hinted windows and their control path, "
+             "the host's hint on its ACKs; docs/spec/hw-engine.md section 5p)",
+        widths=(64,),
+        shares={"rx_half": r"^rx_half$", "tx": r"^tx$", "ack_in": r"^ack_in$",
+                "ack_out": r"^ack_out$"},
+    ),
     # MR-FLOW-049: the whole engine at 4,096 connections x 8 paths (issue 13's target). For
     # `metaroce synth` only: no Verilator stack of its own.
     "engine_4096x8": Block(

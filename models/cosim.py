@@ -131,6 +131,11 @@ class Config:
     #: whole-engine runs (the engines' table 9 rows, the RX's expected PSNs, the endpoints'
     #: ``init_psn``/``peer_init_psn``); None: 0, as before
     init_psn: int | None = None
+    #: hw-engine.md MR-ENG-319 (hinteng47): the whole-engine runs with the rate hints end to end:
+    #: the engines ``EngineModel(hints=True)`` (their windows on, the peer's MRAH hint decoded),
+    #: each engine's ACKs carrying this hint in Mb/s (0: none; its host's receive rate), the
+    #: reference endpoint's hint pushes on; None: no hints, as before
+    hints: int | None = None
 
     @property
     def ack_delay_s(self):
@@ -153,6 +158,8 @@ class Config:
             raise ValueError("back must be in 0..2 GiB")
         if not 0 < self.bottleneck <= 1:
             raise ValueError("bottleneck must be in (0, 1]")
+        if self.hints is not None and not 0 <= self.hints < 1 << 19:
+            raise ValueError("hints must be in 0..524287 Mb/s")
         if not 1 <= self.spines <= 16:
             raise ValueError("spines must be in 1..16")
         if not 1 <= self.ack_every <= 15:

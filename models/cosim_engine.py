@@ -79,6 +79,17 @@ class Loopback:
 _BTH_OPCODE = 14 + 20 + 8
 
 
+def _count_hint(counter, raw):
+    """MR-ENG-319: an MR_ACK frame's MRAH ``rate_mbps`` (bytes 8..11 after the BTH) counted."""
+    if len(raw) > _BTH_OPCODE + 24 and raw[_BTH_OPCODE] == Op.MR_ACK:
+        counter[int.from_bytes(raw[_BTH_OPCODE + 20:_BTH_OPCODE + 24], "big")] += 1
+
+
+def hint_summary(drv):
+    """MR-ENG-319: an engine's ACK hints in and out (``{Mb/s: frames}``, keys as strings)."""
+    return {k: {str(h): n for h, n in sorted(drv.res[k].items())} for k in ("hints_in", "hints_out")}
+
+
 class EngineLoop:
     """MR-ENG-137: one engine's ports (module docstring). ``lay``: the engine's layouts (the TX
     half's, ``EngineModel.lay``); ``setup``: the receive half's rows; ``wlay``: the placement
@@ -89,8 +100,12 @@ class EngineLoop:
     QUIET = 64
 
     def __init__(self, width, lay, setup, wlay, tmpls, items, rlay, image, mac, *, seed=0,
-                 p_bp=0.2, latency=(1, 40), limit=None, pace=None):
+                 p_bp=0.2, latency=(1, 40), limit=None, pace=None, hints=None):
         self.width, self.nb, self.lay, self.wlay = width, width // 8, lay, wlay
+        # MR-ENG-318: a hinted engine's static inputs (the windows' configuration and the
+        # hint its ACKs carry) and its path windows' setup writes, taken before the work
+        self.hints = hints
+        self.cw_setups, self.cw_i = list(hints["setups"]) if hints else [], 0
         self.rng = random.Random(seed)
         self.p_bp = p_bp
         rmap = register_map(setup.lay)
@@ -143,6 +158,11 @@ class EngineLoop:
                       "s_axis__tuser": 0,
                       "s_wr__valid": 0, "s_wr__payload": 0, "s_cfg__valid": 0, "s_cfg__payload": 0,
                       **{"s_axil__" + n: 0 for n in AXIL}, "s_axil__bready": 1, "s_axil__rready": 1}
+        if hints:
+            self._idle.update({**hints["cc"], "ack_hint_mbps": hints["hint"],
+                               "s_cw_setup__valid": 0, "s_cw_setup__payload": 0})
+            # MR-ENG-319: the MRAH hints of the ACK frames in and out, {Mb/s: frames}
+            self.res.update(cw_setups=0, hints_in=collections.Counter(), hints_out=collections.Counter())
 
     @property
     def finished(self):
@@ -154,6 +174,8 @@ class EngineLoop:
         while rx:
             f = rx.popleft()
             self.res["frames_in"] += 1
+            if self.hints is not None:
+                _count_hint(self.res["hints_in"], f)
             n = -(-len(f) // nb)
             for j in range(n):
                 chunk = f[j * nb:(j + 1) * nb]
@@ -170,6 +192,9 @@ class EngineLoop:
         if self.phase == 0 and not self.regs.finished:
             r = self.regs.inputs()
             inp.update({k: v for k, v in r.items() if k.startswith("s_axil__")})
+        if self.cw_i < len(self.cw_setups):         # MR-ENG-318: the windows opened first
+            inp.update({"s_cw_setup__valid": 1,
+                        "s_cw_setup__payload": pack(self.lay.cw.setup, self.cw_setups[self.cw_i])})
         if self.ci < len(self.tmpls):
             inp.update({"s_cfg__valid": 1, "s_cfg__payload": pack(self.lay.cfg, self.tmpls[self.ci])})
         elif self.phase == 1 and self.wi < len(self.items):
@@ -204,6 +229,9 @@ class EngineLoop:
                               {**out, "m_cfg__valid": 0, "m_cfg__payload": 0, "reg_addr": 0})
         if inp["s_cfg__valid"] and out["s_cfg__ready"]:
             self.ci += 1
+        if inp.get("s_cw_setup__valid") and out["s_cw_setup__ready"]:
+            self.cw_i += 1
+            res["cw_setups"] += 1
         if inp["s_wr__valid"] and out["s_wr__ready"]:
             self.wi += 1
             res.setdefault("wr_at", inp["now"])     # MR-ENG-261: the first work request's now
@@ -214,6 +242,8 @@ class EngineLoop:
             if out["m_axis__tlast"]:
                 res["frames_out"] += 1
                 raw = frames_of_beats(self.out_beats, self.nb)[0]
+                if self.hints is not None:
+                    _count_hint(res["hints_out"], raw)
                 if raw[_BTH_OPCODE] not in (Op.MR_ACK, Op.MR_NAK):
                     # MR-ENG-261: a data frame's connection (its DestQP, the loopback's
                     # templates') and the now of the cycle its last beat left, and its length
@@ -324,7 +354,7 @@ class EngineLoop:
         if self.phase == 0:
             if not self.regs.finished:
                 self.regs.settle(False)
-            if self.regs.finished and self.ci >= len(self.tmpls):
+            if self.regs.finished and self.ci >= len(self.tmpls) and self.cw_i >= len(self.cw_setups):
                 self.phase = 1
             return
         if self.phase == 2:
@@ -398,8 +428,27 @@ def psn_first(init_psn):
     return 0 if init_psn is None else init_psn
 
 
+#: MR-ENG-318: the hinted engine's windows' configuration: beta 1/2, the windows' cap, the 10 Gb/s
+#: line of 64 bits at 6.4 ns a cycle (MR-ENG-121), MR-ENG-123's base RTT of 10 us
+HINT_CC = {"cc_on": 1, "cc_beta_q": P.Q_ONE // 2, "cc_cap": 1 << 20, "cc_line_mbps": 10_000,
+           "cc_base_rtt_ns": 10_000}
+
+
+def hint_inputs(hint, conns=(1,), **cc):
+    """MR-ENG-318: ``EngineLoop``'s ``hints``: the windows' configuration (:data:`HINT_CC`,
+    ``cc`` overriding), ``hint`` (Mb/s, 0: none) on the engine's ACKs (``ack_hint_mbps``), and
+    the path windows of ``conns`` opened by setup writes (``tx_cases.cc_setups`` at the
+    engine's window)."""
+    from .engine import engine_tx_params
+    from .tx_cases import cc_setups
+    params = {**engine_tx_params({}), "conns": SMALL["conns"], "paths": SMALL["paths"]}
+    return {"cc": {**HINT_CC, **cc}, "hint": hint,
+            "setups": [w for c in conns for w in cc_setups(params, c)]}
+
+
 def loopback_run(width, nbytes, *, seed=0, loss=0.05, n_writes=3, p_bp=0.2, latency=(1, 40),
-                 ack_every=4, ack_delay=390, verb="write", pace=None, init_depth=None, init_psn=None):
+                 ack_every=4, ack_delay=390, verb="write", pace=None, init_depth=None, init_psn=None,
+                 hints=None):
     """MR-ENG-137: an engine that writes to itself. Returns ``(driver, setup, region, source)``:
     connection 1 (the one row ``Setup`` gives two connections), 4 paths, 2 streams, PSNs from 0,
     MTU 1,024 (the TX half's); its template addresses the engine itself (DestQP 1); ``n_writes``
@@ -417,9 +466,11 @@ def loopback_run(width, nbytes, *, seed=0, loss=0.05, n_writes=3, p_bp=0.2, late
     (``res["wr_at"]``).
     ``init_depth``: the connection's table 8 row (MR-ENG-272) written at its setup (None: none).
     ``init_psn`` (MR-ENG-306): every path's first PSN, the TX half's through table 9 rows
-    (:func:`tx_psn_rows`) and the RX's expected one through the path rows (None: 0, no rows)."""
+    (:func:`tx_psn_rows`) and the RX's expected one through the path rows (None: 0, no rows).
+    ``hints`` (MR-ENG-318, WRITEs only; :func:`hint_inputs`): the hinted engine's inputs and its
+    windows' setup writes."""
     rng = random.Random(seed)
-    lay = engine_layouts()
+    lay = engine_layouts(hints=hints is not None)
     s = Setup(SMALL["conns"], SMALL["paths"], 256, streams=RX_SMALL["streams"], seed=seed, n_conns=1,
               mtu_log2=10, ack_every=ack_every, ack_delay=ack_delay, uniform_psn=True, n_streams=SMALL["streams"],
               first_psn=psn_first(init_psn))
@@ -463,7 +514,7 @@ def loopback_run(width, nbytes, *, seed=0, loss=0.05, n_writes=3, p_bp=0.2, late
                      laddr=rlay.base + a, va=a, rkey=region.rkey)
              for i, (a, b) in enumerate(zip(bounds, bounds[1:]))]
     drv = EngineLoop(width, lay, s, wlay, tmpls, items, rlay, source, mac, seed=seed, p_bp=p_bp,
-                     latency=latency, pace=pace)
+                     latency=latency, pace=pace, hints=hints)
     return drv, s, region, source
 
 
@@ -583,8 +634,12 @@ def check(drv, region, source):
 
 
 def engine_kw(cfg):
-    """``EngineModel``'s arguments besides the width for ``cfg`` (its ``chunk_window``)."""
-    return {} if cfg.chunk_window is None else {"chunk_window": cfg.chunk_window}
+    """``EngineModel``'s arguments besides the width for ``cfg`` (its ``chunk_window``; with
+    ``cfg.hints``, MR-ENG-319, ``hints``)."""
+    kw = {} if cfg.chunk_window is None else {"chunk_window": cfg.chunk_window}
+    if cfg.hints is not None:
+        kw["hints"] = True
+    return kw
 
 
 def engine_chunk_window(cfg):
@@ -657,18 +712,24 @@ def _engine_side(cfg, seed, nbytes, addr, peer_addr, src_seed, host, *, p_bp, la
     rlay = ReadLayout(nbytes + 4096)
     rkey = s.keys[0].rkey if peer_rkey is None else peer_rkey
     mac = FabricMac(host, cfg.mac_cut_through, into=into, width=cfg.width)
+    # MR-ENG-319: a hinted engine's windows opened on its connection, its ACKs' hint cfg.hints
+    hints = None
+    if cfg.hints is not None:
+        hints = hint_inputs(cfg.hints, conns=(c.qp,), cc_line_mbps=round(cfg.link_bps / 1e6),
+                            cc_base_rtt_ns=round(cfg.rtt * 1e9))
+    lay = engine_layouts(hints=hints is not None)
     if read:
         items = read_plan(s, c.qp, reads, s.keys[1], rkey)
-        drv = EngineLoop(cfg.width, engine_layouts(), s, wlay, tmpls, items, rlay,
+        drv = EngineLoop(cfg.width, lay, s, wlay, tmpls, items, rlay,
                          served_image(s.keys[0], rlay, source), mac, seed=seed, p_bp=p_bp,
-                         latency=latency, limit=float("inf"))
+                         latency=latency, limit=float("inf"), hints=hints)
         drv.serve(served_reads(served, s.keys[0]))
         return drv, s, s.keys[1], source
     items = [wr_item(c.qp, stream, length, wr_id=100 + i, op=OP_WRITE, laddr=rlay.base + a, va=a,
                      rkey=rkey)
              for i, (stream, a, length) in enumerate(writes)]
-    drv = EngineLoop(cfg.width, engine_layouts(), s, wlay, tmpls, items, rlay, source,
-                     mac, seed=seed, p_bp=p_bp, latency=latency, limit=float("inf"))
+    drv = EngineLoop(cfg.width, lay, s, wlay, tmpls, items, rlay, source,
+                     mac, seed=seed, p_bp=p_bp, latency=latency, limit=float("inf"), hints=hints)
     return drv, s, s.keys[0], source
 
 
@@ -711,7 +772,8 @@ class EndpointCosim:
         # MR-ENG-253/254: the endpoint's bounds agreed at the open from the engine's offer (its
         # build's: the RX's message slots per stream, MR-ENG-157, and max_rd_atomic, MR-ENG-244)
         self.offer = engine_offer(msg_slots=RX_MSG_SLOTS) if offer is None else offer
-        ep = reference_receiver(cfg, timer=True, hints=False, addr=ep_addr,
+        # MR-ENG-319: with cfg.hints the endpoint's hint pushes on (its ACKs carry hints anyway)
+        ep = reference_receiver(cfg, timer=True, hints=cfg.hints is not None, addr=ep_addr,
                                 chunk_window=engine_chunk_window(cfg),
                                 **({} if ep_max_rd_atomic is None else {"max_rd_atomic": ep_max_rd_atomic}))
         # MR-ENG-274: the engine's own initiator depth agreed from the endpoint's offer
@@ -751,7 +813,7 @@ class EndpointCosim:
         self.max_time = cfg.max_time if cfg.max_time is not None else 50 * ideal + 2000 * cfg.rtt
         self.pair = pair
         if pair:
-            self.ports_in, self.ports_out = PairPorts.of_engine(cfg.width)
+            self.ports_in, self.ports_out = PairPorts.of_engine(cfg.width, **engine_kw(cfg))
 
     @staticmethod
     def _connect(ep, s, eng_addr, offer, init_psn=None):
@@ -891,6 +953,7 @@ class EndpointCosim:
                            "completions_digest": completions_digest(eng.completions()),
                            **({"psn_wrap": psn_wrap_summary(eng, cfg.init_psn)}
                               if cfg.init_psn is not None else {}),
+                           **(hint_summary(eng) if cfg.hints is not None else {}),
                            **({"reads_completed": len(eng.res["read_cqe"]),
                                "response_frames": eng.res["rsp_frames"],
                                "response_errors": eng.res["rsp_errors"][:5]}
@@ -960,7 +1023,7 @@ class PeerCosim:
         self.progress = progress
         self.peer_model = None if pair else EngineModel(cfg.width, **engine_kw(cfg))
         if pair:
-            self.ports_in, self.ports_out = PairPorts.of_engine(cfg.width)
+            self.ports_in, self.ports_out = PairPorts.of_engine(cfg.width, **engine_kw(cfg))
         self.period = 1.0 / CLOCK_HZ
         self.cycle = 0
         ideal = cfg.nbytes * 8 / cfg.limit_bps
@@ -1035,6 +1098,7 @@ class PeerCosim:
                                    "completions_digest": completions_digest(d.completions()),
                                    **({"psn_wrap": psn_wrap_summary(d, cfg.init_psn)}
                                       if cfg.init_psn is not None else {}),
+                                   **(hint_summary(d) if cfg.hints is not None else {}),
                                    **({"reads_completed": len(d.res["read_cqe"]),
                                        "response_frames": d.res["rsp_frames"],
                                        "response_errors": d.res["rsp_errors"][:5]}

@@ -49,7 +49,8 @@ __all__ = ["PackModel", "EngineRxModel", "engine_rx_model", "engine_rx_model_256
            "RSP_FIFO_DEPTH", "ENG_CTR", "PSN_IGNORED_CTR", "PsnInitModel", "tx_psn_write", "rsp_free_write", "rsp_free_depth", "EngineModel", "engine_model_small",
            "ACK_FIFO_DEPTH", "WR_FIFO_DEPTH", "ENGINE_TX_NAMES", "engine_layouts", "engine_tx_params", "ENGINE_RTO_NS", "ENGINE_CFG_SACK", "ENGINE_TX_DEPTH",
            "ENGINE_CHUNK_WINDOW", "ENGINE_CWND", "ENGINE_CONN_WINDOW",
-           "PAIR_PREFIXES", "PairPorts", "EnginePairModel"]
+           "PAIR_PREFIXES", "PairPorts", "EnginePairModel", "HINT_BITS", "HINT_MAX", "hint_of_rate",
+           "check_ack_hint_options", "check_engine_hint_options", "engine_model_hints_small"]
 
 AXIL = ("awaddr", "awvalid", "wdata", "wstrb", "wvalid", "bready", "araddr", "arvalid", "rready")
 AXIL_OUT = ("awready", "wready", "bresp", "bvalid", "arready", "rdata", "rresp", "rvalid")
@@ -338,9 +339,44 @@ def rx_model_of_engine(width=64, interval=None):
 ACK_FIFO_DEPTH = 1
 
 
-def peer_ack_record(meta, conns):
+#: MR-ENG-312/313: the engine's hints in Mb/s: the TX's ``hint`` field (``cwnd.RATE_BITS``, MR-TX-490)
+HINT_BITS = 19
+HINT_MAX = (1 << HINT_BITS) - 1
+
+
+def hint_of_rate(rate_mbps, hint_wrong=None):
+    """MR-ENG-313: the ``s_ack`` record's ``hint`` of an MRAH's ``rate_mbps``: saturated at
+    :data:`HINT_MAX` (MR-TX-490). ``hint_wrong`` (negative controls only, MR-ENG-322): "drop"
+    gives 0, "trunc" the low :data:`HINT_BITS` bits."""
+    if hint_wrong == "drop":
+        return 0
+    if hint_wrong == "trunc":
+        return rate_mbps & HINT_MAX
+    return min(rate_mbps, HINT_MAX)
+
+
+def check_ack_hint_options(hints, hint_wrong):
+    """MR-ENG-322: ``hint_wrong`` is None, "drop" or "trunc", and only with ``hints``."""
+    if hint_wrong not in (None, "drop", "trunc"):
+        raise ValueError(f"hint_wrong must be None, 'drop' or 'trunc', not {hint_wrong!r}")
+    if hint_wrong is not None and not hints:
+        raise ValueError("hint_wrong needs hints")
+    return bool(hints), hint_wrong
+
+
+def check_engine_hint_options(hints, hint_wrong, *, pacing, rows):
+    """MR-ENG-311: the engine's ``hints`` not with ``pacing`` nor ``rows`` (the TX's hinted
+    windows are not built with them, MR-TX-489); :func:`check_ack_hint_options`."""
+    hints, hint_wrong = check_ack_hint_options(hints, hint_wrong)
+    if hints and (pacing or rows):
+        raise ValueError("hints with pacing or rows is not built (MR-TX-489)")
+    return hints, hint_wrong
+
+
+def peer_ack_record(meta, conns, hints=False, hint_wrong=None):
     """MR-ENG-132: the TX half's ``s_ack`` record (MR-TX-003) of a peer's ACK or NAK metadata
-    record, or None when its DestQP names no connection."""
+    record, or None when its DestQP names no connection. ``hints`` (MR-ENG-313): the record's
+    ``hint`` from the MRAH's ``rate_mbps`` (:func:`hint_of_rate`; 0 for a NAK)."""
     qp = meta_field(meta, "bth", "dest_qp")
     if qp >= conns:
         return None
@@ -348,15 +384,21 @@ def peer_ack_record(meta, conns):
     sport = f("udp", "sport")
     if f("has", "mrah"):
         ce = f("mrah", "ce_count")
-        return {"nak": int(f("bth", "opcode") == Op.MR_NAK), "conn": qp, "path": f("mrah", "path"),
-                "psn": f("mrah", "trigger_psn"), "reason": 0, "cum": f("mrah", "cum_psn"),
-                "sack": f("mrah", "sack"), "ce_count": ce, "ece": int(ce != 0), "sport": sport}
-    return {"nak": 1, "conn": qp, "path": f("mrnh", "path"), "psn": f("mrnh", "psn"),
-            "reason": f("mrnh", "reason"), "cum": 0, "sack": 0, "ce_count": 0, "ece": 0,
-            "sport": sport}
+        rec = {"nak": int(f("bth", "opcode") == Op.MR_NAK), "conn": qp, "path": f("mrah", "path"),
+               "psn": f("mrah", "trigger_psn"), "reason": 0, "cum": f("mrah", "cum_psn"),
+               "sack": f("mrah", "sack"), "ce_count": ce, "ece": int(ce != 0), "sport": sport}
+        if hints:
+            rec["hint"] = hint_of_rate(f("mrah", "rate_mbps"), hint_wrong)
+        return rec
+    rec = {"nak": 1, "conn": qp, "path": f("mrnh", "path"), "psn": f("mrnh", "psn"),
+           "reason": f("mrnh", "reason"), "cum": 0, "sack": 0, "ce_count": 0, "ece": 0,
+           "sport": sport}
+    if hints:
+        rec["hint"] = 0
+    return rec
 
 
-def ack_desc(rec, row):
+def ack_desc(rec, row, hint=0):
     """MR-ENG-133: the frame builder's descriptor (a dict) of the RX engine's ACK/NAK request
     ``rec`` for the connection whose template row is ``row`` (the TX half's ``cfg`` fields):
     ``desc_of_frame`` of the endpoint's ``ack_frame`` / ``nak_frame`` in every field the
@@ -373,7 +415,8 @@ def ack_desc(rec, row):
               "mrnh_psn": rec["psn"],
               "mrah_version": 1, "mrah_flags": int(rec["ce_count"] != 0), "mrah_path": rec["path"],
               "mrah_ce_count": rec["ce_count"], "mrah_cum_psn": rec["cum"],
-              "mrah_trigger_psn": rec["psn"], "mrah_sack": rec["sack"]})
+              "mrah_trigger_psn": rec["psn"], "mrah_sack": rec["sack"],
+              "mrah_rate_mbps": hint})                # MR-ENG-312: the host's hint (0 without)
     return d
 
 
@@ -401,12 +444,14 @@ class _AckFifo:
 class AckInModel(_AckFifo):
     """MR-ENG-132: the peer's ACK/NAK metadata records into ``s_ack`` records."""
 
-    def __init__(self, conns, ack_layout):
+    def __init__(self, conns, ack_layout, *, hints=False, hint_wrong=None):
         super().__init__()
         self.conns, self.lay = conns, ack_layout
+        self.hints, self.hint_wrong = check_ack_hint_options(hints, hint_wrong)      # MR-ENG-313
 
     def step(self, in_valid, meta, out_ready):
-        rec = peer_ack_record(meta, self.conns) if in_valid and self.in_ready() else None
+        rec = (peer_ack_record(meta, self.conns, self.hints, self.hint_wrong)
+               if in_valid and self.in_ready() else None)
         self.q.update(out_ready, rec is not None, pack(self.lay, rec) if rec is not None else 0)
 
 
@@ -866,10 +911,11 @@ class AckOutModel:
         self.lay, self.cfg_lay = ack_layout, cfg_layout
         self.tmpl = [unpack(cfg_layout, 0) for _ in range(conns)]
 
-    def desc(self, rec):
-        """The packed descriptor of the packed request ``rec`` (this cycle's template rows)."""
+    def desc(self, rec, hint=0):
+        """The packed descriptor of the packed request ``rec`` (this cycle's template rows;
+        ``hint`` the engine's ``ack_hint_mbps``, MR-ENG-312)."""
         r = unpack(self.lay, rec)
-        return pack_desc(ack_desc(r, self.tmpl[r["conn"]]))
+        return pack_desc(ack_desc(r, self.tmpl[r["conn"]], hint))
 
     def step(self, cfg_valid, cfg):
         if cfg_valid:
@@ -900,9 +946,13 @@ class EngineModel:
 
     def __init__(self, width=64, conns=2, paths=4, keys=256, *, rx_streams=RX_SMALL["streams"], max_frame=9216,
                  outstanding=32, cq_join=True, max_rd_atomic=records.RD_ATOMIC, pacing=False,
-                 ack_first=True, rows=False, interval=None, **tx_kw):
+                 ack_first=True, rows=False, interval=None, hints=False, hint_wrong=None, **tx_kw):
         from .tx import TxCycleModel
         kw = engine_tx_params(tx_kw)
+        # MR-ENG-311: the rate hints end to end, as Engine's
+        self.hints, self.hint_wrong = check_engine_hint_options(hints, hint_wrong, pacing=pacing, rows=rows)
+        if self.hints:
+            kw.update(hints=True, control=True)
         self.width = width
         # MR-ENG-299/300: the frame interval, as Engine's
         self.interval = records.interval_of(width, interval)
@@ -922,7 +972,7 @@ class EngineModel:
         # False: after the data descriptors, MR-ENG-286's negative control only)
         # MR-TXS-417, MR-TX-455: the TX half's interval (its scheduler's and retransmit unit's);
         # 1 with pacing or the row scheduler, which do not take one
-        tx_interval = 1 if self.pacing or self.rows else self.interval
+        tx_interval = 1 if self.pacing or self.rows or self.hints else self.interval     # MR-ENG-311
         # MR-TXS-444: above interval 1 the scheduler's output queues show their memory's head
         # only (MR-TXS-419), unless ``mem_head=False`` is given
         kw.setdefault("mem_head", tx_interval > 1)
@@ -930,7 +980,7 @@ class EngineModel:
                                pacing=self.pacing, ack_desc=True, ack_first=ack_first,
                                rows=self.rows, interval=tx_interval, **kw)
         lay = self.tx.lay
-        self.ack_in = AckInModel(conns, lay.rtx.ack)
+        self.ack_in = AckInModel(conns, lay.rtx.ack, hints=self.hints, hint_wrong=self.hint_wrong)
         # MR-ENG-240/241: the TX half's m_rsp_done records also free the RX's resources
         self.rsp = (RspJoinModel(lay.sched.rsp_done, cfg_lay=self.rx.lay.cfg,
                                  free_depth=rsp_free_depth(conns, max_rd_atomic))
@@ -970,6 +1020,8 @@ class EngineModel:
         outs = [n for n in rx["outputs"] if not n.startswith(_RX_INTERNAL)]
         ins += [_tx_name(n) for n in tx["inputs"] if not n.startswith(_TX_INTERNAL)]
         outs += [_tx_name(n) for n in tx["outputs"] if not n.startswith(_TX_INTERNAL)]
+        if self.hints:
+            ins.append("ack_hint_mbps")         # MR-ENG-312
         return {"inputs": ins, "outputs": outs}
 
     def busy(self):
@@ -998,7 +1050,7 @@ class EngineModel:
         # descriptor (the template rows before this cycle's s_cfg write) into the TX half
         aq = self.rx.rx.ack_q
         ack_valid, ack_head = int(aq.level > 0), aq.head
-        ack_d = self.ack_out.desc(ack_head) if ack_valid else 0
+        ack_d = self.ack_out.desc(ack_head, g("ack_hint_mbps", 0) if self.hints else 0) if ack_valid else 0
         in_valid, in_head = self.ack_in.out()
         rsp_valid, rsp_head = self.rsp.out()
         ro = self.rx.regs.outputs()
@@ -1196,16 +1248,22 @@ def engine_tx_params(tx_kw):
     return kw
 
 
-def engine_layouts(conns=2, paths=4, **tx_kw):
-    """The TX half's layouts of ``Engine(conns=conns, paths=paths, **tx_kw)`` (``models.tx.layouts``)."""
+def engine_layouts(conns=2, paths=4, hints=False, **tx_kw):
+    """The TX half's layouts of ``Engine(conns=conns, paths=paths, hints=hints, **tx_kw)``
+    (``models.tx.layouts``)."""
     from .tx import layouts
     kw = engine_tx_params(tx_kw)
-    return layouts(conns, kw["streams"], paths, kw["depth"], kw["pool"])
+    return layouts(conns, kw["streams"], paths, kw["depth"], kw["pool"], hints=hints)
 
 
 def engine_model_small(width=64):
     """The model of ``hdl.engine.engine_small`` (MR-ENG-130)."""
     return EngineModel(width)
+
+
+def engine_model_hints_small(width=64):
+    """MR-ENG-311: the model of ``hdl.engine.engine_hints_small``."""
+    return EngineModel(width, hints=True)
 
 
 def engine_model_rows_small(width=64):

@@ -833,3 +833,80 @@ def check_counter_loop(cl: CounterLoop, model, region, source, bad):
             a = w["va"]
             assert image[a:a + w["length"]] == source[a:a + w["length"]], f"WR {w['wr_id']} not placed"
     return got
+
+
+class AckInLoop:
+    """MR-ENG-320: the stimulus of ``hdl.engine.AckIn`` (with hints) against ``AckInModel`` alone:
+    each cycle a random metadata record (random bits; opcode MR_ACK or MR_NAK, the MRAH present
+    three times in four, DestQP below ``conns`` seven times in eight, ``rate_mbps`` 0, below
+    2^19 or above it), offered with probability 3/4; ``m_ack.ready`` random. ``n`` cycles."""
+
+    def __init__(self, conns, n=400, seed=0):
+        from .engine import _META_AT
+        from .parser import META_LAYOUT
+        from .wire import Op
+        self.rng, self.n, self.cycle, self.conns = random.Random(seed), n, 0, conns
+        self.at, self.bits = _META_AT, META_LAYOUT.size
+        self.ops = (int(Op.MR_ACK), int(Op.MR_NAK))
+        self.taken = self.hinted = self.saturated = 0
+
+    def _set(self, v, path, x):
+        off, mask = self.at[path]
+        return (v & ~(mask << off)) | ((x & mask) << off)
+
+    @property
+    def finished(self):
+        return self.cycle >= self.n
+
+    def inputs(self):
+        r = self.rng
+        v = r.getrandbits(self.bits)
+        v = self._set(v, ("bth", "opcode"), r.choice(self.ops))
+        v = self._set(v, ("has", "mrah"), int(r.random() < 0.75))
+        v = self._set(v, ("bth", "dest_qp"), r.randrange(self.conns) if r.random() < 7 / 8 else
+                      r.randrange(self.conns, 1 << 24))
+        for path in (("mrah", "trigger_psn"), ("mrah", "cum_psn"), ("mrnh", "psn")):
+            v = self._set(v, path, r.getrandbits(24))        # the record's PSNs are 24 bits
+        rate = r.choice((0, r.randrange(1, 1 << 19), r.randrange(1 << 19, 1 << 32)))
+        v = self._set(v, ("mrah", "rate_mbps"), rate)
+        return {"s_meta__valid": int(r.random() < 0.75), "s_meta__payload": v,
+                "m_ack__ready": r.randrange(2)}
+
+    def observe(self, inp, out):
+        if inp["s_meta__valid"] and out["s_meta__ready"]:
+            self.taken += 1
+            from .engine import meta_field
+            v = inp["s_meta__payload"]
+            if meta_field(v, "has", "mrah") and meta_field(v, "bth", "dest_qp") < self.conns:
+                rate = meta_field(v, "mrah", "rate_mbps")
+                self.hinted += rate != 0
+                self.saturated += rate >= 1 << 19
+        self.cycle += 1
+
+    def settle(self, busy):
+        pass
+
+
+class AckInCycleModel:
+    """:class:`~metaroce.models.engine.AckInModel` on the ports of ``hdl.engine.AckIn`` (Verilog
+    names), for MR-ENG-320's lockstep."""
+
+    INPUTS = ["s_meta__valid", "s_meta__payload", "m_ack__ready"]
+    OUTPUTS = ["s_meta__ready", "m_ack__valid", "m_ack__payload"]
+
+    def __init__(self, conns, ack_layout, **kw):
+        from .engine import AckInModel
+        self.m = AckInModel(conns, ack_layout, **kw)
+
+    def port_names(self):
+        return {"inputs": list(self.INPUTS), "outputs": list(self.OUTPUTS)}
+
+    def busy(self):
+        return self.m.busy()
+
+    def step(self, inputs):
+        g = inputs.get
+        ready = self.m.in_ready()
+        v, head = self.m.out()
+        self.m.step(g("s_meta__valid", 0), g("s_meta__payload", 0), g("m_ack__ready", 0))
+        return {"s_meta__ready": ready, "m_ack__valid": v, "m_ack__payload": head}

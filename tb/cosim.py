@@ -53,6 +53,12 @@ def _p_bp():
     return float(os.environ.get("COSIM_P_BP", "0"))
 
 
+def _engine_kw(cfg):
+    """The engine model's options of the run: the row scheduler (``COSIM_ROWS``), the rate hints
+    (``cfg.hints``, MR-ENG-319: the block ``engine_hints``)."""
+    return {"rows": _rows(), **({"hints": True} if cfg.hints is not None else {})}
+
+
 def _rows():
     """MR-ENG-298: ``COSIM_ROWS``, the engine under test built with the row scheduler (the
     block ``engine_rows``): its model too (default 0)."""
@@ -113,7 +119,7 @@ async def engine_peer_cosim(dut):
     from metaroce.models.engine import EngineModel
     width = len(dut.m_axis__tdata)
     cfg, lockstep = _config(width)
-    model = EngineModel(width, rows=_rows())
+    model = EngineModel(width, **_engine_kw(cfg))
     await _run(dut, model, PeerCosim(cfg, p_bp=_p_bp()), lockstep, model.active, registered=True)
 
 
@@ -125,7 +131,7 @@ async def engine_pair_cosim(dut):
     from metaroce.models.engine import EnginePairModel
     width = len(dut.h0__m_axis__tdata)
     cfg, lockstep = _config(width)
-    model = EnginePairModel(width, rows=_rows())
+    model = EnginePairModel(width, **_engine_kw(cfg))
     await _run(dut, model, PeerCosim(cfg, pair=True, progress=_progress(), p_bp=_p_bp()), lockstep,
                model.active, registered=True)
 
@@ -139,7 +145,7 @@ async def engine_endpoint_cosim(dut):
     from metaroce.models.engine import EnginePairModel
     width = len(dut.h0__m_axis__tdata)
     cfg, lockstep = _config(width)
-    model = EnginePairModel(width, rows=_rows())
+    model = EnginePairModel(width, **_engine_kw(cfg))
     drv = EndpointCosim(cfg, os.environ.get("COSIM_DIRECTION", "rx"), pair=True)
     await _run(dut, model, drv, lockstep, model.active, registered=True)
 

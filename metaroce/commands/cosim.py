@@ -74,6 +74,11 @@ def add_arguments(p):
                    help="with --peer rtl or endpoint: every path's initial PSN, both directions "
                         "(the engines' table 9 rows, MR-ENG-306; e.g. 16777208 crosses the 24-bit "
                         "wrap; default 0)")
+    p.add_argument("--hints", type=int, default=None, metavar="MBPS",
+                   help="with --peer rtl or endpoint: the engines with the receiver's rate hints "
+                        "end to end (the block engine_hints: the peer's MRAH hint into the TX "
+                        "half's hinted windows), each engine's ACKs carrying MBPS (its host's "
+                        "receive rate; 0: no limit), the endpoint's hint pushes on (MR-ENG-319)")
     p.add_argument("--mac", choices=("cut-through", "store-and-forward"), default="cut-through",
                    help="the engine's MAC streams a frame as it crosses the wire, both ways "
                         "(default), or store and forward (the earlier harness): a frame sent is "
@@ -118,6 +123,10 @@ def run_rtl(cfg, *, lockstep=False, log_dir=None, direction="rx", endpoint_direc
         if block != "engine":
             raise ValueError("rows is a whole engine's option (peer, pair or endpoint)")
         block = "engine_rows"           # MR-ENG-298
+    if cfg.hints is not None:
+        if block != "engine" or rows:
+            raise ValueError("hints is a whole engine's option (peer, pair or endpoint), not with rows")
+        block = "engine_hints"          # MR-ENG-319
     blk = blocks.get(block)
     pair = direction in ("pair", "endpoint")
     b = tb_build.pair_build(blk, cfg.width) if pair else tb_build.build(blk, cfg.width)
@@ -169,6 +178,10 @@ def run(args):
         raise CliError("--init-psn sets a whole engine's initial PSNs: only with --peer rtl or endpoint")
     if args.init_psn is not None and not 0 <= args.init_psn < 1 << 24:
         raise CliError("--init-psn must be in 0..16777215")
+    if args.hints is not None and not (peer or endpoint):
+        raise CliError("--hints runs whole engines with the rate hints: only with --peer rtl or endpoint")
+    if args.hints is not None and not 0 <= args.hints < 1 << 19:
+        raise CliError("--hints must be in 0..524287 (Mb/s)")
     if args.back is not None and not 0 <= args.back <= (1 << 30):
         raise CliError("--back must be in 0..1073741824")
     whole = peer or endpoint                    # the whole engine: its TX half's MTU and connections
@@ -182,6 +195,7 @@ def run(args):
                           **({"n_conns": 1, "back": args.back, "verb": args.verb} if whole else {}),
                           **({"n_writes": args.n_writes} if args.n_writes is not None else {}),
                           **({"init_psn": args.init_psn} if args.init_psn is not None else {}),
+                          **({"hints": args.hints} if args.hints is not None else {}),
                           "mac_cut_through": args.mac == "cut-through",
                           "width": args.width,
                           "nbytes": args.nbytes, "loss": args.loss, "seed": args.seed,
