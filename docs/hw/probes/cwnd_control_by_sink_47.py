@@ -13,21 +13,13 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 
 def main():
-    from dp44_fb_by_sink import by_sink
+    from dp44_fb_by_sink import by_sink, mapped_module
     from metaroce.hdl.cwnd import CwndControl
     from metaroce.models.cwnd import SMALL
-    from metaroce.sim import synth
-    from metaroce.sim.verilator import generate_rtlil
     args = sys.argv[1:]
     top = int(args[args.index("--top") + 1]) if "--top" in args else 40
-    text = generate_rtlil(CwndControl(**SMALL, band_port="--band-port" in args), "cwnd_control",
-                          drop_zero_init=True)
-    work = synth.default_work_root() / f"serial47-ctl-sink-{synth.synth_key(text, 'ctl')[-20:]}"
-    if not (work / "net.json").is_file():
-        script = synth.synth_script("cwnd_control").replace("; ", "\n") + "\nwrite_json net.json\n"
-        synth._run_yosys(synth.yosys_command(), work, text, "s.ys",
-                         synth.READERS["rtlil"].replace("; ", "\n") + "\n" + script, 7200, "rtlil")
-    mod = json.loads((work / "net.json").read_text())["modules"]["cwnd_control"]
+    mod = mapped_module(CwndControl(**SMALL, band_port="--band-port" in args), "cwnd_control",
+                        "serial47-ctl-sink", "ctl")
     by, ffs = by_sink(mod)
     print(json.dumps({"luts_local": sum(by.values()), "ffs": sum(ffs.values())}))
     for k, n in by.most_common(top):

@@ -22,14 +22,21 @@ LOGIC = ("$lut", "CARRY4", "MUXF7", "MUXF8")
 FFS = ("FDRE", "FDSE", "FDCE", "FDPE")
 
 
-def netlist(width, ipv4_only=False):
-    text = generate_rtlil(FrameBuilder(width, ipv4_only=ipv4_only), "frame_builder", drop_zero_init=True)
-    work = synth.default_work_root() / f"dp44-fb-sink-{width}-{synth.synth_key(text, 'fb')[-20:]}"
+def mapped_module(component, name, run, key):
+    """``component`` through ``metaroce synth``'s flow as module ``name``, its mapped netlist's
+    module (kept in the run directory ``run``-KEY, KEY from the RTLIL and ``key``)."""
+    text = generate_rtlil(component, name, drop_zero_init=True)
+    work = synth.default_work_root() / f"{run}-{synth.synth_key(text, key)[-20:]}"
     if not (work / "net.json").is_file():
-        script = synth.synth_script("frame_builder").replace("; ", "\n") + "\nwrite_json net.json\n"
+        script = synth.synth_script(name).replace("; ", "\n") + "\nwrite_json net.json\n"
         synth._run_yosys(synth.yosys_command(), work, text, "s.ys",
                          synth.READERS["rtlil"].replace("; ", "\n") + "\n" + script, 7200, "rtlil")
-    return json.loads((work / "net.json").read_text())["modules"]["frame_builder"]
+    return json.loads((work / "net.json").read_text())["modules"][name]
+
+
+def netlist(width, ipv4_only=False):
+    return mapped_module(FrameBuilder(width, ipv4_only=ipv4_only), "frame_builder",
+                         f"dp44-fb-sink-{width}", "fb")
 
 
 def by_sink(mod):

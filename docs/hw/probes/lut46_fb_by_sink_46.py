@@ -28,18 +28,10 @@ def part_of(key):
 
 
 def run(width, top):
-    from dp44_fb_by_sink import by_sink
+    from dp44_fb_by_sink import by_sink, mapped_module
     from metaroce.hdl.frame_builder import FrameBuilder
-    from metaroce.sim import synth
-    from metaroce.sim.verilator import generate_rtlil
-    text = generate_rtlil(FrameBuilder(width, ipv4_only=True, prerotated=True), "frame_builder",
-                          drop_zero_init=True)
-    work = synth.default_work_root() / f"lut46-fb-sink-{width}-{synth.synth_key(text, 'fb')[-20:]}"
-    if not (work / "net.json").is_file():
-        script = synth.synth_script("frame_builder").replace("; ", "\n") + "\nwrite_json net.json\n"
-        synth._run_yosys(synth.yosys_command(), work, text, "s.ys",
-                         synth.READERS["rtlil"].replace("; ", "\n") + "\n" + script, 7200, "rtlil")
-    mod = json.loads((work / "net.json").read_text())["modules"]["frame_builder"]
+    mod = mapped_module(FrameBuilder(width, ipv4_only=True, prerotated=True), "frame_builder",
+                        f"lut46-fb-sink-{width}", "fb")
     by, ffs = by_sink(mod)
     parts = Counter()
     for k, n in by.items():
