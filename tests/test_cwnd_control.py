@@ -60,10 +60,12 @@ def test_control_lockstep(params, seed, n):
 
 
 @pytest.mark.parametrize("wrong, seed", [
-    ("round", 2), pytest.param("order", 4, marks=pytest.mark.slow), ("mul_step", 2)])
+    ("round", 2), pytest.param("order", 4, marks=pytest.mark.slow), ("mul_step", 2),
+    pytest.param("ahead", 2, marks=pytest.mark.slow)])
 def test_control_negative(wrong, seed):
     """MR-CW-133: the move's quotient rounded up, or the refill's calm paths served from the
-    highest slot; MR-CW-142: the serial product one step short: a mismatch on a move write."""
+    highest slot; MR-CW-142: the serial product one step short; MR-CW-152: the shadows read
+    ahead at the slot in use, not the next: a mismatch on a move write."""
     with pytest.raises(Mismatch) as e:
         run(seed, 300, wrong=wrong)
     assert e.value.signal == "m_setup__payload"
