@@ -40,7 +40,8 @@ def test_cycle_constants():
     pytest.param(dict(conns=8, paths=4), 5, 600, marks=pytest.mark.slow),
     pytest.param(dict(conns=2, paths=8), 7, 600, marks=pytest.mark.slow)])
 def test_control_lockstep(params, seed, n):
-    """MR-CW-125..132, MR-CW-136..141, MR-CW-143, MR-CW-147/148: random hinted traffic (hint changes up, down, to 0, above the line rate;
+    """MR-CW-125..132, MR-CW-136..141, MR-CW-143, MR-CW-147/148; MR-CW-149..151, MR-CW-153
+    (lvl48: the shadows read a cycle ahead, against the unchanged cycle model): random hinted traffic (hint changes up, down, to 0, above the line rate;
     re-opens; CE marks), the windows' updates after random delays, backpressure on ``m_setup``
     and ``m_ack``: 0 mismatches on every output every cycle; scaled and unscaled moves and
     refills with several calm paths made; every item taken in order; after every item and its
