@@ -1124,9 +1124,9 @@ class CwndControl(wiring.Component):
         ui = slot(uc, upath)
         ki = slot(uc, k)
         # MR-CW-149: the shadows read a cycle ahead into operand registers (the next slot's in
-        # the state before it), so no memory read reaches the adder in the cycle it is used
-        # the state before a slot's reads the next one: registered (set in the state before it),
-        # so the read address is k's and this register's alone, no state decode
+        # the state before its first), so no memory read reaches the adder in its cycle;
+        # MR-CW-150: `pre`, set the cycle before such a state, chooses k + 1: the read address
+        # is k's and a register's alone, no state decode
         pre = Signal()
         m.d.sync += pre.eq(0)
         k_rd = Signal.like(k)
