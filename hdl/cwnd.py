@@ -963,15 +963,17 @@ class CwndControl(wiring.Component):
     ``m_setup`` one at a time (each update awaited), a move's refused event again on ``m_ack``,
     then ``release``. ``wrong`` (MR-CW-133, negative controls only): ``"round"`` rounds the
     move's quotient up, ``"order"`` serves the refill's calm paths from the highest slot;
-    ``"mul_step"`` (MR-CW-142) tests the multiplier's next bit at each product step.
+    ``"mul_step"`` (MR-CW-142) tests the multiplier's next bit at each product step;
+    ``"ahead"`` (MR-CW-152) reads the next slot's shadows at the slot in use.
 
     serial47 (MR-CW-136..141): one adder for every add, subtraction and compare of an answer,
     the move's product by shift and add, the wide shadows in memories: fewer LUTs, more cycles
-    (MR-CW-140)."""
+    (MR-CW-140). lvl48 (MR-CW-149..151): the shadows read a cycle ahead into operand registers,
+    so no memory read reaches the adder (one LUT level less), the cycles unchanged."""
 
     def __init__(self, conns=model.SMALL["conns"], paths=model.SMALL["paths"], wrong=None,
                  band_port=False):
-        if wrong not in (None, "round", "order", "mul_step"):
+        if wrong not in (None, "round", "order", "mul_step", "ahead"):
             self._MustUse__silence = True
             raise ValueError(f"wrong={wrong!r}")
         self.wrong = wrong
@@ -1116,13 +1118,30 @@ class CwndControl(wiring.Component):
             p = up.payload
             m.d.sync += [uc.eq(p.conn), upath.eq(p.path), urate.eq(p.rate), ucwnd.eq(p.cwnd),
                          umove.eq(p.move), old_p.eq(cw_rd_up.data),
-                         old_rate.eq(A_rate[p.conn])]
+                         old_rate.eq(A_rate[p.conn]), k.eq(0)]
             m.next = "BREQ"
 
         ui = slot(uc, upath)
         ki = slot(uc, k)
-        m.d.comb += [cw_rd.addr.eq(ki), srtt_rd.addr.eq(ki), lece_rd.addr.eq(ki)]
+        # MR-CW-149: the shadows read a cycle ahead into operand registers (the next slot's in
+        # the state before its first), so no memory read reaches the adder in its cycle;
+        # MR-CW-150: `pre`, set the cycle before such a state, chooses k + 1: the read address
+        # is k's and a register's alone, no state decode
+        pre = Signal()
+        m.d.sync += pre.eq(0)
+        k_rd = Signal.like(k)
+        # MR-CW-152 (negative control only): the read ahead at the slot in use, not the next
+        step_rd = 0 if self.wrong == "ahead" else 1
+        m.d.comb += k_rd.eq(Mux(pre, k + step_rd, k))
+        mi = slot(uc, k_rd)
+        m.d.comb += [cw_rd.addr.eq(mi), srtt_rd.addr.eq(mi), lece_rd.addr.eq(mi)]
         cw_k = cw_rd.data
+        w_op = Signal(WB)                       # the slot's shadow window, read a cycle ahead
+        echo_op = Signal(TB)                    # its latest echo time
+        srtt_op = Signal(TB)                    # its smoothed RTT
+
+        def read_ahead():
+            m.d.sync += [w_op.eq(cw_k), echo_op.eq(lece_rd.data), srtt_op.eq(srtt_rd.data)]
         # MR-CW-141: the new windows read and written at k only (the slot, the calm path
         # picked, p for the rest, the write offered)
         kn = k[:pb] if pb else Const(0, 1)
@@ -1164,6 +1183,7 @@ class CwndControl(wiring.Component):
                     m.next = "BWAIT"
             with m.State("BWAIT"):
                 m.d.comb += band.m_band.ready.eq(1)
+                read_ahead()                    # slot 0's (k is 0 from the answer's start)
                 b = band.m_band.payload
                 with m.If(band.m_band.valid):
                     line = self.line_mbps
@@ -1181,12 +1201,12 @@ class CwndControl(wiring.Component):
                     m.d.sync += [mdq.eq(urate), count.eq(RB)]
                     m.next = "MMUL"
                 with m.Else():
-                    m.d.sync += mdq.eq(cw_k)
+                    m.d.sync += mdq.eq(w_op)
                     m.next = "MCLAMP1"
             with m.State("MMUL"):
                 # MR-CW-137: the product's high part plus w if the multiplier's bit is set,
                 # shifted down a bit with the multiplier
-                alu(mdq[RB:], Mux(mdq[mul_bit], cw_k, 0), 0)
+                alu(mdq[RB:], Mux(mdq[mul_bit], w_op, 0), 0)
                 m.d.sync += [mdq.eq(Cat(mdq[1:RB], xs[:WB + 1])), count.eq(count - 1)]
                 with m.If(count == 1):
                     m.d.sync += [mrem.eq(0), count.eq(MD)]
@@ -1202,31 +1222,35 @@ class CwndControl(wiring.Component):
                         m.d.sync += mdq.eq(Cat(ge, mdq[:MD - 1]) + (r_next != 0))
                     m.next = "MCLAMP1"
             with m.State("MCLAMP1"):
+                m.d.sync += pre.eq(1)           # MCLAMP2 reads ahead
                 # max(w, hw): a bit of w above the adder's 32, or w >= hw
                 alu(mdq[:32], hw, 1)
                 m.d.sync += mdq.eq(Mux((mdq[32:] != 0) | ge, mdq, hw))
                 m.next = "MCLAMP2"
             with m.State("MCLAMP2"):
+                read_ahead()                    # the next slot's
                 alu(mdq[:32], cap, 1)
                 new_write(Mux((mdq[32:] != 0) | ge, cap, mdq))
                 next_slot()
             # MR-CW-138: four cycles a slot: W before the update, the echo's time, the calm
             # test's cap, its time
             with m.State("RF_SUM"):
-                wk = Mux(k == upath, old_p, cw_k)
+                wk = Mux(k == upath, old_p, w_op)
                 alu(acc, Mux(A_act[ki], wk, 0), 0)
                 m.d.sync += acc.eq(xs[:W32])
-                new_write(cw_k)
+                new_write(w_op)
                 m.next = "RF_ECHO"
             with m.State("RF_ECHO"):
-                alu(lece_rd.data, srtt_rd.data, 0)
+                alu(echo_op, srtt_op, 0)
                 m.d.sync += tsum.eq(xs[:TB])
                 m.next = "RF_CAP"
             with m.State("RF_CAP"):
-                alu(cw_k, cap, 1)
+                m.d.sync += pre.eq(1)           # RF_CALM reads ahead
+                alu(w_op, cap, 1)
                 m.d.sync += cbase.eq((k != upath) & A_act[ki] & ~ge)
                 m.next = "RF_CALM"
             with m.State("RF_CALM"):
+                read_ahead()                    # the next slot's
                 # MR-ENG-050: the echo's time strictly before now: now - tsum not 0, its sign 0
                 alu(evr.now, tsum, 1)
                 calm = cbase & (~A_eseen[ki] | (diff_nz & ~xs[TB - 1]))

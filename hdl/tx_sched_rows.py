@@ -61,6 +61,8 @@ class RowPipe(wiring.Component):
                "s2_valid": Out(1), "s2_conn": Out(cb), "s2_arg": Out(arg_width)}
         if self.pre is not None:
             sig["s2_pre"] = Out(pre_width)
+            # MR-TXS-504: whether S2's row is the op just ahead's write (S1's pre misses it)
+            sig["s2_fwd"] = Out(1)
         if self.take_eq_in:
             sig["take_eq_s2"] = In(1)
         super().__init__(sig)
@@ -103,6 +105,7 @@ class RowPipe(wiring.Component):
                      s2_row.eq(s1_row)]
         if self.pre is not None:
             m.d.sync += self.s2_pre.eq(self.pre(m, s1_row, s1_arg))
+            m.d.comb += self.s2_fwd.eq(fwd_one)
         # S2: the write of the op just ahead replaces the registered row
         row_in = Signal(W)
         m.d.comb += row_in.eq(Mux(fwd_one, self.wb_row, s2_row))
@@ -471,7 +474,8 @@ class TxSchedRows(wiring.Component):
         m.submodules.pipe = pipe = RowPipe(C, rl.row.size, arg_lay.size, apply,
                                            init=self._reset_rows() if self.init_rows else (),
                                            forward=self.forward, take_eq_in=True,
-                                           pre=lambda mm, row, arg: self._sched_terms(mm, row),
+                                           pre=lambda mm, row, arg: self._sched_terms(
+                                               mm, row, data.View(arg_lay, arg)),
                                            pre_width=self._sched_layout().size)
         s1a = data.View(arg_lay, pipe.s1_arg)
         s2a = data.View(arg_lay, pipe.s2_arg)
@@ -762,7 +766,7 @@ class TxSchedRows(wiring.Component):
 
         F = self._row_fns(m, r)
         count, live_k, msg_len, chunk_place = F.count, F.live_k, F.msg_len, F.chunk_place
-        acked_bit, entry_at, path_at = F.acked_bit, F.entry_at, F.path_at
+        entry_at, path_at = F.entry_at, F.path_at
 
         def completes(rv, s):
             st = rv.streams[s]
@@ -870,6 +874,15 @@ class TxSchedRows(wiring.Component):
             & ~re.ack_bits.bit_select(d[:wb_], 1)
         bits = Signal(W)
         m.d.comb += bits.eq(re.ack_bits | (Const(1, W) << d[:wb_]))
+        # MR-TXS-504: this op's new acknowledgement of (slot, chunk), for the op behind it
+        sp = data.View(self._sched_layout(), pipe.s2_pre)
+        ah_ack, ah_slot, ah_chunk = Signal(), Signal(3), Signal(len(rp_chunk))
+        m.d.sync += [ah_ack.eq(r_hit & new_ack_t), ah_slot.eq(rp_slot), ah_chunk.eq(rp_chunk)]
+        # (S2's row the write of that op, and this op's slot and chunk its); kept as
+        # ``rep_ahead_ack`` for the tests, which show their runs make it
+        ah_hit = Signal(name="rep_ahead_ack")
+        m.d.comb += ah_hit.eq(pipe.s2_fwd & ah_ack & (ah_slot == rp_slot) & (ah_chunk == rp_chunk))
+        self.rep_ahead_ack = ah_hit
         # MR-TXS-257: a lost report is never refused (its chunk kept when the FIFO is full)
         with m.If(is_rep):
             for p in range(Pn):
@@ -901,7 +914,12 @@ class TxSchedRows(wiring.Component):
                              hi1.eq(re.ack_base[lb_:] + 1),
                              base_new.eq(Cat(lo_sum[:lb_], Mux(lo_sum[lb_], hi1,
                                                                re.ack_base[lb_:])))]
-                lost_q = is_k[K_LOST] & ~acked_bit(re, rp_chunk) & (re.status == 0)
+                # MR-TXS-503/504: the chunk's acknowledgement formed in S1 (on S1's row) and,
+                # when S2's row is the op just ahead's write, that op's new acknowledgement of
+                # this chunk (the only change of the test an op makes on a row where the
+                # report hits), registered at its S2: no entry select and subtraction here
+                rep_acked = sp.rep_acked | ah_hit
+                lost_q = is_k[K_LOST] & ~rep_acked & (re.status == 0)
                 r_full = r.conn.rcount >= R
                 r_bit = Signal(W)
                 m.d.comb += r_bit.eq(Const(1, W) << (rp_chunk[:wb_] if wb_ else 0))
@@ -1011,7 +1029,6 @@ class TxSchedRows(wiring.Component):
         # decision's terms (_sched_terms) formed in S1 on S1's row and registered (MR-TXS-471:
         # S1's row is S2's for a schedule op, MR-TXS-470); read only when the op is one
         cr = r.conn
-        sp = data.View(self._sched_layout(), pipe.s2_pre)
         resend, drop = sp.resend, sp.drop
         n_s = sp.n_s if sb else Const(0, 1)
         n_st = data.View(rl.stream, r.streams.as_value().word_select(n_s, rl.stream.size)
@@ -1308,16 +1325,19 @@ class TxSchedRows(wiring.Component):
             "g_p": max(1, (Pn - 1).bit_length()), "req_p": Pn,
             "unsent_new": rl.conn["unsent"].shape, "f_any": 1,
             "f_slot": max(1, (S * D - 1).bit_length()), "f_bit": max(1, (W - 1).bit_length()),
-            "f_chunk": records.CHUNK_BITS})
+            "f_chunk": records.CHUNK_BITS,
+            "rep_acked": 1})
 
-    def _sched_terms(self, m, row_bits):
+    def _sched_terms(self, m, row_bits, arg=None):
         """A schedule op's decision on the row ``row_bits`` (MR-TXS-023..026; S1's row,
         MR-TXS-471, registered into S2 as ``pipe.s2_pre``): whether it resends and whether the
         resend head is dropped, the stream it picks, its slot, chunk and bytes, whether it may
         send (a candidate, the connection window, a path), the path, each path's ACK request,
         whether its chunk is its message's last, ``unsent`` after a new chunk, the refill's pick
         (MR-TXS-258); as one record (:meth:`_sched_layout`), a function of the row alone (terms
-        that read S2's time, with pacing, are formed in S2)."""
+        that read S2's time, with pacing, are formed in S2). MR-TXS-503: also, for a report
+        (``arg``, the op's argument; 0 without it), whether its chunk is acknowledged on this
+        row (S2 corrects it for the op just ahead, MR-TXS-504)."""
         prm, rl = self.prm, self.rl
         S, Pn, D, W, mtu, mtu_log2, db, pb, sb, wb_ = self._dims()
         SD = S * D
@@ -1463,6 +1483,9 @@ class TxSchedRows(wiring.Component):
                      pv.g_p.eq(g_p[:max(1, pb)]), pv.req_p.eq(req_p),
                      pv.unsent_new.eq(unsent_new), pv.f_any.eq(f_any), pv.f_slot.eq(f_slot),
                      pv.f_bit.eq(f_bit), pv.f_chunk.eq(f_chunk)]
+        if arg is not None:
+            # MR-TXS-503: a report's chunk acknowledged, on S1's row (the lost report's test)
+            m.d.comb += pv.rep_acked.eq(acked_bit(entry_at(arg.slot), arg.chunk))
         return pv.as_value()
 
     def _work_after(self, m, r, is_k, c_ok, cpl_u, resend, f_any, w_status, w_n, lost_queued):

@@ -40,7 +40,8 @@ def test_cycle_constants():
     pytest.param(dict(conns=8, paths=4), 5, 600, marks=pytest.mark.slow),
     pytest.param(dict(conns=2, paths=8), 7, 600, marks=pytest.mark.slow)])
 def test_control_lockstep(params, seed, n):
-    """MR-CW-125..132, MR-CW-136..141, MR-CW-143, MR-CW-147/148: random hinted traffic (hint changes up, down, to 0, above the line rate;
+    """MR-CW-125..132, MR-CW-136..141, MR-CW-143, MR-CW-147/148; MR-CW-149..151, MR-CW-153
+    (lvl48: the shadows read a cycle ahead, against the unchanged cycle model): random hinted traffic (hint changes up, down, to 0, above the line rate;
     re-opens; CE marks), the windows' updates after random delays, backpressure on ``m_setup``
     and ``m_ack``: 0 mismatches on every output every cycle; scaled and unscaled moves and
     refills with several calm paths made; every item taken in order; after every item and its
@@ -60,10 +61,12 @@ def test_control_lockstep(params, seed, n):
 
 
 @pytest.mark.parametrize("wrong, seed", [
-    ("round", 2), pytest.param("order", 4, marks=pytest.mark.slow), ("mul_step", 2)])
+    ("round", 2), pytest.param("order", 4, marks=pytest.mark.slow), ("mul_step", 2),
+    pytest.param("ahead", 2, marks=pytest.mark.slow)])
 def test_control_negative(wrong, seed):
     """MR-CW-133: the move's quotient rounded up, or the refill's calm paths served from the
-    highest slot; MR-CW-142: the serial product one step short: a mismatch on a move write."""
+    highest slot; MR-CW-142: the serial product one step short; MR-CW-152: the shadows read
+    ahead at the slot in use, not the next: a mismatch on a move write."""
     with pytest.raises(Mismatch) as e:
         run(seed, 300, wrong=wrong)
     assert e.value.signal == "m_setup__payload"

@@ -1140,7 +1140,8 @@ def test_rows_restores(seed, kw):
 class ScriptDriver:
     """MR-TXS-288: a directed run: each of ``offers`` ``(cycle, port, payload)`` presented
     from its cycle until taken (one at a time per port, in order), the outputs always ready;
-    the windows' records logged as :class:`RowsRestoreDriver`'s."""
+    the windows' records logged as :class:`RowsRestoreDriver`'s (``restore_lay`` None: a
+    scheduler without restores, no ``m_restore``)."""
 
     def __init__(self, lay, restore_lay, offers, cycles=80):
         self.lay, self.restore_lay = lay, restore_lay
@@ -1167,8 +1168,11 @@ class ScriptDriver:
                               "s_fail__valid", "s_fail__payload", "s_error__valid",
                               "s_error__payload")}
         inp.update(now=self.cycle * 4, m_frame__ready=1, m_sent__ready=1, m_cqe__ready=1,
-                   m_rsp_done__ready=1, m_restore__ready=1)
-        lays = {"s_wr": self.lay.wr, "s_acked": self.lay.report, "s_probe": self.lay.probe}
+                   m_rsp_done__ready=1)
+        if self.restore_lay is not None:
+            inp["m_restore__ready"] = 1
+        lays = {"s_wr": self.lay.wr, "s_acked": self.lay.report, "s_probe": self.lay.probe,
+                "s_resend": self.lay.report}
         for port, k in self._heads().items():
             inp[f"{port}__valid"] = 1
             inp[f"{port}__payload"] = pack(lays[port], self.offers[k][2])
@@ -1219,6 +1223,59 @@ def test_rows_restore_race(hold):
         assert windows_order(drv, m.paths) == scheduler_order(m)
     else:
         assert drv.windows[(0, 0)] == [want[0], want[2], want[1]]
+
+
+def ack_then_lost(m):
+    """MR-TXS-506: connection 0 sends a message of three chunks; at cycle 40 its chunk 1 is
+    reported acknowledged and lost at once (the acknowledged report taken first, the lost one
+    the next cycle: right behind it in the pipeline, S2's row the acknowledgement's write), and
+    a second message of two chunks is written."""
+    wr = dict(tc.traffic(TxSchedModel(**SMALL), 1, seed=0)[0], conn=0, stream=0, op=0,
+              length=3 * SMALL["mtu"])
+    rep = {"conn": 0, "path": 0, "slot": 0, "chunk": 1, "abort": 0, "lap": 0}
+    return ScriptDriver(m.lay, None, [(0, "s_wr", wr), (40, "s_acked", rep),
+                                      (40, "s_resend", dict(rep)),
+                                      (40, "s_wr", dict(wr, length=2 * SMALL["mtu"]))],
+                        cycles=150)
+
+
+def rows_ack_lost_lockstep(hdl=None):
+    """:func:`ack_then_lost` on the RTL (``hdl``'s) against the row model; with the cycles in
+    which S2 corrected S1's acknowledgement test for the op just ahead (MR-TXS-504)."""
+    from metaroce.hdl import tx_sched_rows
+    from metaroce.tb.lockstep import run_amaranth
+    m = TxSchedRowsModel(64, **SMALL)
+    drv = ack_then_lost(m)
+    dut = (hdl or tx_sched_rows).TxSchedRows(64, **SMALL)
+    fired = []
+
+    async def watch(ctx):
+        async for *_, v in ctx.tick().sample(dut.rep_ahead_ack):
+            fired.append(v)
+    core = run_amaranth(dut, m, drv, busy=m.busy, background=[watch])
+    return core, drv, m, sum(fired)
+
+
+@pytest.mark.slow
+def test_rows_rtl_lost_behind_its_ack():
+    """MR-TXS-503..506: a lost report right behind the acknowledgement of its chunk (directed,
+    :func:`ack_then_lost`): S1's test, formed without that acknowledgement, corrected in S2
+    (once), the chunk not queued, 0 mismatches; the second message's chunks follow at once."""
+    core, drv, m, fired = rows_ack_lost_lockstep()
+    assert core.mismatches == 0 and fired == 1 and not drv.offers
+    assert m.counts["acked"] == 1 and m.counts["lost"] == 1 and len(drv.frames) == 5
+
+
+@pytest.mark.slow
+def test_rows_rtl_lost_behind_its_ack_wrong_form_fails():
+    """MR-TXS-506 (negative control): without S2's correction (S1's test alone) the chunk is
+    queued again; its resend, dropped as acknowledged, takes a schedule op: the second
+    message's frame comes a cycle late (a mismatch on ``m_frame``)."""
+    from metaroce.tb.lockstep import Mismatch, wrong_form
+    hdl = wrong_form("tx_sched_rows", "rep_acked = sp.rep_acked | ah_hit", "rep_acked = sp.rep_acked")
+    with pytest.raises(Mismatch) as e:
+        rows_ack_lost_lockstep(hdl)
+    assert e.value.signal == "m_frame__payload"
 
 
 def rows_restore_lockstep(drv_of, *, hdl=None, n=40, seed=1, **kw):
