@@ -28,7 +28,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..models import protocol as P
 from ..models.records import TIME_BITS
-from ..models.rx_hint import DIV_CYCLES, HINT_BITS, HINT_WRONG, NUM_BITS, PKT_BITS, conn_bits, seen_layout
+from ..models.rx_hint import DIV_CYCLES, HINT_BITS, HINT_WRONG, NUM_BITS, PKT_BITS, seen_layout
 
 __all__ = ["RxHint"]
 
@@ -104,7 +104,7 @@ class RxHint(wiring.Component):
             c = Const(0) if self.wrong == "drain" else f_ce
             m.d.sync += [num.eq(self.line_mbps * (p * P.DRAIN_DEN - c * P.DRAIN_NUM)),
                          den.eq(p * P.DRAIN_DEN * n), rem.eq(0), cnt.eq(DIV_CYCLES),
-                         job_iv.eq(0), job_zero.eq(n <= 1)]
+                         job_iv.eq(0), job_zero.eq((n <= 1) | (self.line_mbps == 0))]
 
         # -- the arrivals (MR-ENG-330..332)
         s = self.s_seen

@@ -13,11 +13,13 @@ models/ never imports hdl/.
 from __future__ import annotations
 
 from . import protocol as P
+from .parser import META_FIELDS
 from .records import TIME_BITS
 from .rx import unpack
+from .wire import MrdhFlag, Op
 
 __all__ = ["HINT_BITS", "PKT_BITS", "DIV_CYCLES", "NUM_BITS", "seen_layout", "RxHintModel",
-           "RxHintCycleModel", "HINT_WRONG"]
+           "RxHintCycleModel", "HINT_WRONG", "SEEN_OPS", "seen_of_meta"]
 
 #: MR-ENG-328: the hint's width (the MRAH's hint as the TX half takes it, MR-TX-490)
 HINT_BITS = 19
@@ -30,6 +32,29 @@ DIV_CYCLES = NUM_BITS
 #: larger of the two intervals' counts), "drain" (no drain term)
 HINT_WRONG = (None, "count", "drain")
 _TIME_MASK = (1 << TIME_BITS) - 1
+
+
+#: MR-ENG-338: the data opcodes an arrival is counted for (the endpoint's ``_DATA_OPS``)
+SEEN_OPS = tuple(int(o) for o in (Op.MR_WRITE, Op.MR_WRITE_IMM, Op.MR_SEND, Op.MR_SEND_IMM, Op.MR_READ,
+                                  Op.MR_READ_RESP, Op.MR_CMP_SWAP, Op.MR_FETCH_ADD))
+_META_AT = {path: (off, (1 << w) - 1) for path, off, w in META_FIELDS}
+
+
+def _field(meta, *path):
+    off, mask = _META_AT[path]
+    return (meta >> off) & mask
+
+
+def seen_of_meta(meta, conns):
+    """MR-ENG-338: the arrival record ``(conn, ce, more)`` of a metadata record the RX takes, or
+    None: a record not dropped, with an MRDH, of a data opcode (:data:`SEEN_OPS`), whose DestQP
+    names a connection; ``ce`` its ECN is CE (3), ``more`` its MRDH's LAST flag is clear."""
+    if _field(meta, "drop") or not _field(meta, "has", "mrdh") or _field(meta, "bth", "opcode") not in SEEN_OPS:
+        return None
+    conn = _field(meta, "bth", "dest_qp")
+    if conn >= conns:
+        return None
+    return conn, int(_field(meta, "ip", "ecn") == 3), int(not _field(meta, "mrdh", "flags") & MrdhFlag.LAST)
 
 
 def conn_bits(conns):
@@ -79,6 +104,8 @@ class RxHintModel:
             q = 16_000 * mtu * self.prev // line_mbps if line_mbps else (1 << NUM_BITS) - 1
             return min(q, _TIME_MASK)
         n = self.senders()
+        if not line_mbps:
+            return 0                # MR-ENG-339: no capacity configured, no hint
         if self.wrong == "drain":
             return P.fair_share_fx(line_mbps, n)
         return P.fair_share_fx(line_mbps, n, self.f_ce, self.f_pkts)

@@ -45,7 +45,8 @@ def test_rx_hint_lockstep_amaranth():
     cycle, 3,000 cycles of random arrivals (valid 2 in 5, CE, more due), ``now`` jumping by
     whole intervals now and then: 0 mismatches, hints computed for 2..4 senders. Negative
     controls: the RTL counting the current interval only, and without the drain term, against
-    the right model mismatch on ``hint`` or ``senders``."""
+    the right model mismatch on ``hint`` or ``senders``. MR-ENG-339: with ``line_mbps`` 0 the
+    hint stays 0 (600 cycles, in lockstep)."""
     from metaroce.tb.lockstep import Mismatch, run_amaranth
     drv = hc.RandomLoop(4, n=3000, seed=7)
     model = RxHintCycleModel(4)
@@ -53,6 +54,10 @@ def test_rx_hint_lockstep_amaranth():
     assert core.mismatches == 0 and drv.taken > 1000
     assert model.m.rollovers > 50 and model.m.stale > 3 and model.m.carried > 20
     assert drv.max_senders == 4 and len(drv.hints) >= 6 and 0 in drv.hints
+    # MR-ENG-339: no capacity configured, no hint
+    off = hc.RandomLoop(4, n=600, seed=8, line_mbps=0)
+    assert run_amaranth(_rtl(4), RxHintCycleModel(4), off).mismatches == 0
+    assert off.hints == {0} and off.max_senders >= 2
     for wrong in ("count", "drain"):
         with pytest.raises(Mismatch, match="hint|senders"):
             run_amaranth(_rtl(4, wrong), RxHintCycleModel(4), hc.RandomLoop(4, n=3000, seed=7))
@@ -81,7 +86,7 @@ def test_rx_hint_two_senders_endpoint():
 
 
 def test_rx_hint_not_built_prediction():
-    """MR-ENG-337: eight senders from eight hosts starting together: the endpoint's hint counts
+    """MR-ENG-337, MR-ENG-345: eight senders from eight hosts starting together: the endpoint's hint counts
     the senders still arriving (MR-CC-010: below the block's at the incast's start), the
     block's counts those seen (the equal share of the senders counted, down to 1,250)."""
     cfg = dict(CFG, share_ns=10_000)
