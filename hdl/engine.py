@@ -48,7 +48,7 @@ from ..models.engine import (ACK_FIFO_DEPTH, CQ_DEPTH, CQ_RD_OPS, CQ_REFUSED, CQ
                               RSP_FIFO_DEPTH, WR_FIFO_DEPTH, check_ack_hint_options, check_engine_hint_options,
                               engine_tx_params, rsp_free_depth, check_rx_hint_options)
 from ..models.regs import HINT_REG_OF
-from ..models.rx_hint import SEEN_OPS, seen_layout
+from ..models.rx_hint import SEEN_OPS
 from ..models.frame_builder import DESC_LAYOUT
 from ..models.wire import ROCE_PORT, Op
 from ..models.rx import (CHUNK_RING, RD_OP_CMP_SWAP, RD_OP_FETCH_ADD, RD_OP_READ, SMALL as RX_SMALL,
@@ -59,7 +59,7 @@ from .dma_write import DmaWrite
 from .parser import Parser, axis_signature
 from .regs import Regs
 from .rx import Rx
-from .rx_hint import RxHint
+from .rx_hint import RxHint, seen_signature
 from .tx import Tx
 
 __all__ = ["EngineRx", "PayloadPack", "engine_rx_256x4", "CqJoin"]
@@ -236,7 +236,7 @@ class EngineRx(wiring.Component):
         if self.hint_regs:
             for name in HINT_REG_OF:
                 ports[name] = self.regs.signature.members[name]
-            ports["m_seen"] = Out(stream.Signature(seen_layout(conns), always_ready=True))
+            ports["m_seen"] = Out(seen_signature(conns))
         self.conns = conns
         super().__init__(ports)
 

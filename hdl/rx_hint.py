@@ -5,7 +5,7 @@ its ACKs carry. The model is ``models.rx_hint.RxHintModel``.
 =============  ====  =========================================================================
 port           dir   meaning
 =============  ====  =========================================================================
-``s_seen``     in    stream (always ready) ``{conn, ce, more}``: one per data packet the RX
+``s_seen``     in    ``valid`` and ``payload`` ``{conn, ce, more}`` (no ready: always taken): one per data packet the RX
                      takes (MR-ENG-328)
 ``now``        in    the engine's nanosecond clock (32 bits)
 ``line_mbps``  in    19 bits, the receiver's capacity in Mb/s (static)
@@ -23,16 +23,22 @@ interval ends and the hint after its inputs change (MR-ENG-333).
 from __future__ import annotations
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
-from amaranth.lib import stream, wiring
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..models import protocol as P
 from ..models.records import TIME_BITS
 from ..models.rx_hint import DIV_CYCLES, HINT_BITS, HINT_WRONG, NUM_BITS, PKT_BITS, seen_layout
 
-__all__ = ["RxHint"]
+__all__ = ["RxHint", "seen_signature", "rx_hint_small", "rx_hint_4096"]
 
 _TIME_MAX = (1 << TIME_BITS) - 1
+
+
+def seen_signature(conns):
+    """MR-ENG-328: the arrivals' stream, from its producer's side: ``valid`` and ``payload``
+    only (the block takes one every cycle: no ``ready``)."""
+    return wiring.Signature({"valid": Out(1), "payload": Out(seen_layout(conns))})
 
 
 class RxHint(wiring.Component):
@@ -46,7 +52,7 @@ class RxHint(wiring.Component):
         self.conns, self.wrong = conns, wrong
         self.nbits = conns.bit_length()         # 0..conns
         super().__init__({
-            "s_seen": In(stream.Signature(seen_layout(conns), always_ready=True)),
+            "s_seen": In(seen_signature(conns)),
             "now": In(TIME_BITS), "line_mbps": In(HINT_BITS), "share_ns": In(TIME_BITS),
             "mtu": In(13), "hint": Out(HINT_BITS), "senders": Out(self.nbits)})
 
@@ -63,7 +69,11 @@ class RxHint(wiring.Component):
         hint = Signal(HINT_BITS)
 
         def popcount(v):
-            return sum((v[i] for i in range(C)), Const(0, nb))
+            # a balanced adder tree (a chain of 4,096 terms is too deep to elaborate)
+            terms = [v[i] for i in range(C)]
+            while len(terms) > 1:
+                terms = [a + b for a, b in zip(terms[::2], terms[1::2])] + terms[len(terms) & ~1:]
+            return terms[0]
 
         cur = Signal(nb)
         n = Signal(nb)
@@ -144,3 +154,13 @@ class RxHint(wiring.Component):
         m.d.sync += [iv_dirty.eq((iv_dirty & ~start_iv) | set_iv),
                      hint_dirty.eq((hint_dirty & ~start_hint) | set_hint)]
         return m
+
+
+def rx_hint_small(width=64):
+    """MR-ENG-344: the block ``rx_hint``: the small engine's 2 connections (``width`` unused)."""
+    return RxHint(2)
+
+
+def rx_hint_4096(width=64):
+    """MR-ENG-344: the block ``rx_hint_4096``: 4,096 connections (``width`` unused)."""
+    return RxHint(4096)

@@ -661,6 +661,8 @@ def engine_kw(cfg):
     kw = {} if cfg.chunk_window is None else {"chunk_window": cfg.chunk_window}
     if cfg.hints is not None:
         kw["hints"] = True
+        if cfg.rx_hint:
+            kw["rx_hint"] = True            # MR-ENG-341
     return kw
 
 
@@ -738,7 +740,10 @@ def _engine_side(cfg, seed, nbytes, addr, peer_addr, src_seed, host, *, p_bp, la
     hints = None
     if cfg.hints is not None:
         hints = hint_inputs(cfg.hints, conns=(c.qp,), cc_line_mbps=round(cfg.link_bps / 1e6),
-                            cc_base_rtt_ns=round(cfg.rtt * 1e9))
+                            cc_base_rtt_ns=round(cfg.rtt * 1e9),
+                            # MR-ENG-341: the receiver's capacity the link, its interval the RTT
+                            rx_hint={"line_mbps": round(cfg.link_bps / 1e6), "share_ns": round(cfg.rtt * 1e9),
+                                     "mtu": s.mtu} if cfg.rx_hint else None)
     lay = engine_layouts(hints=hints is not None)
     if read:
         items = read_plan(s, c.qp, reads, s.keys[1], rkey)

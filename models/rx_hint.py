@@ -19,7 +19,8 @@ from .rx import unpack
 from .wire import MrdhFlag, Op
 
 __all__ = ["HINT_BITS", "PKT_BITS", "DIV_CYCLES", "NUM_BITS", "seen_layout", "RxHintModel",
-           "RxHintCycleModel", "HINT_WRONG", "SEEN_OPS", "seen_of_meta"]
+           "RxHintCycleModel", "HINT_WRONG", "SEEN_OPS", "seen_of_meta", "rx_hint_model_small",
+           "rx_hint_model_4096"]
 
 #: MR-ENG-328: the hint's width (the MRAH's hint as the TX half takes it, MR-TX-490)
 HINT_BITS = 19
@@ -184,3 +185,13 @@ class RxHintCycleModel:
         self.m.step(g("s_seen__valid", 0), r["conn"], r["ce"], r["more"], g("now", 0),
                     g("line_mbps", 0), g("share_ns", 0), g("mtu", 0))
         return out
+
+
+def rx_hint_model_small(width=64):
+    """MR-ENG-344: the model of ``hdl.rx_hint.rx_hint_small``."""
+    return RxHintCycleModel(2)
+
+
+def rx_hint_model_4096(width=64):
+    """MR-ENG-344: the model of ``hdl.rx_hint.rx_hint_4096``."""
+    return RxHintCycleModel(4096)
