@@ -138,7 +138,7 @@ def model_hints(trace, conns, *, ns_per_cycle=4, wrong=None, **cfg):
     return drv.before[1:] + [drv.final]
 
 
-def two_senders(gap_ns=800, start_b=24_000, n=160, seed=2, ce_from=40):
+def two_senders(gap_ns=800, start_b=14_000, n=100, seed=2, ce_from=20):
     """MR-ENG-335: two senders into one receiver: A from time 0, B from ``start_b`` (after
     MR-CC-010's window of 16 MTU packet times, so the endpoint predicts nothing), each a packet
     every 2 ``gap_ns`` alternately (``gap_ns`` apart overall, with a jitter of 0..96 ns, times multiples of 8 ns), messages of 4

@@ -28,11 +28,14 @@ def _flat(component):
 def test_engine_rx_hint_ports_and_options():
     """MR-ENG-340: ``rx_hint`` takes away the engine's ``ack_hint_mbps`` and the windows'
     ``cc_*`` ports (the hint window's registers now), the model's ports the same; it needs
-    ``hints``; ``rx_hint_wrong`` needs ``rx_hint``. MR-ENG-338: the arrival decode."""
+    ``hints``; ``rx_hint_wrong`` needs ``rx_hint``. MR-ENG-341: ``metaroce cosim --rx-hint``
+    needs ``--hints`` (exit 2), ``Config.rx_hint`` likewise; the block ``engine_rx_hint``.
+    MR-ENG-338: the arrival decode."""
+    from metaroce.hdl.board_top import block_ports
     from metaroce.hdl.engine import Engine
     hinted, own = Engine(64, hints=True), Engine(64, hints=True, rx_hint=True)
     for blk in (hinted, own):
-        blk._MustUse__silence = True
+        block_ports(blk)            # built for their ports only: no unused-block warnings
     assert _flat(hinted) - _flat(own) == {"ack_hint_mbps", *_CC} and not _flat(own) - _flat(hinted)
     names = EngineModel(64, hints=True, rx_hint=True).port_names()
     assert _flat(own) == set(names["inputs"]) | set(names["outputs"])
@@ -42,6 +45,15 @@ def test_engine_rx_hint_ports_and_options():
             EngineModel(64, **bad)
         with pytest.raises(ValueError):
             Engine(64, **bad)
+    # MR-ENG-341: the co-simulation's option needs --hints; the block is registered
+    from metaroce import blocks
+    from metaroce.cli import main
+    from metaroce.models.cosim import Config
+    assert main(["cosim", "--peer", "endpoint", "--rx-hint", "--json"]) == 2
+    with pytest.raises(ValueError):
+        Config(rx_hint=True).validate()
+    blk = blocks.get("engine_rx_hint")
+    assert blk.component.endswith(":engine_rx_hint_small") and blk.model.endswith(":engine_model_rx_hint_small")
     from metaroce.models.parser import META_FIELDS
     at = {p: o for p, o, _ in META_FIELDS}
     rec = (1 << at[("has", "mrdh")]) | (192 << at[("bth", "opcode")]) | (1 << at[("bth", "dest_qp")])
@@ -82,8 +94,7 @@ def test_engine_rx_hint_loopback_model():
     received counted once (one sender, connection 1, more due on all but each message's last),
     so every ACK frame carries 0 (one sender: no limit), which is the reference endpoint's
     ``_rate_hint`` on the same arrivals; the windows hold CC_LINE_MBPS (written, not a port).
-    Negative control: the windows' line rate written 8,000 in the window moves every update's
-    rate to 8,000 (the register reaches the windows)."""
+    The negative control is ``test_engine_rx_hint_window_reaches_the_windows``."""
     res, drv, model, _, _ = _loopback()
     assert res["frames_in"] == res["frames_out"] and drv.res["cw_setups"] == 4
     arrivals = model.seen_log
@@ -95,7 +106,15 @@ def test_engine_rx_hint_loopback_model():
     assert [h for h, _, _ in ref] == [0] * len(arrivals) and model.hint_block.hint == 0
     lay = model.tx.lay.cw.update
     assert {unpack(lay, u)["rate"] for u in model.tx.cw_updates} == {10_000}
+
+
+@pytest.mark.slow
+def test_engine_rx_hint_window_reaches_the_windows():
+    """MR-ENG-342, negative control: the same loopback with 8,000 written in ``CC_LINE_MBPS``:
+    every window update's rate is 8,000, not 10,000 (the register, not a constant, reaches the
+    windows)."""
     _, _, model8, _, _ = _loopback(cc={"cc_line_mbps": 8_000})
+    lay = model8.tx.lay.cw.update
     assert {unpack(lay, u)["rate"] for u in model8.tx.cw_updates} == {8_000}
 
 

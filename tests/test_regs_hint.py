@@ -37,9 +37,10 @@ def test_hint_map():
     assert PACE_BASE < HINT_BASE and max(r.offset for r in extra) < 0x400
 
 
+@pytest.mark.slow
 def test_hint_verilog_ports():
     """MR-REG-075: ``Regs(hint=True)``'s Verilog ports are its model's: the block's plus one
-    output per window register."""
+    output per window register (slow: the lockstep below reaches every model port on the RTL)."""
     v = verilog.convert(Regs(conns=256, paths=4, keys=256, eng=True, hint=True), name="regs")
     top = v[v.index("module regs("):]
     top = top[:top.index("endmodule")]
