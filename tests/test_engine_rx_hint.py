@@ -128,3 +128,20 @@ def test_engine_rx_hint_lockstep_amaranth():
     res, drv, model, core, seen = _loopback(rtl=Engine(64, max_frame=2048, hints=True, rx_hint=True),
                                             loss=0.05)
     assert core.mismatches == 0 and seen == model.seen_log and len(seen) >= 4
+
+
+@pytest.mark.slow
+def test_engine_rx_hint_rtl_endpoint():
+    """MR-ENG-341, MR-ENG-343: the RTL engine with its own hint (the pair build of
+    ``engine_rx_hint``) under Verilator receiving 32 KiB from the endpoint (``writes``, 1 %
+    loss), ``EnginePairModel(hints=True, rx_hint=True)`` in lockstep: ok, sha256 match, 0
+    mismatches; one sender, so every ACK the engine sends carries 0 (the endpoint's
+    ``_rate_hint`` for one sender)."""
+    from metaroce.commands.cosim import run_rtl
+    from metaroce.models import cosim, cosim_tx
+    over, _ = cosim.SCENARIOS["writes"]
+    cfg = cosim.Config(**{**over, **cosim_tx.TX_CONFIG, "n_conns": 1, "nbytes": 32 * 1024, "hints": 0,
+                          "rx_hint": True})
+    r = run_rtl(cfg, lockstep=True, direction="endpoint", endpoint_direction="rx")
+    assert r["ok"] and r["sha256_match"] and r["mismatches"] == 0
+    assert set(r["engine"]["hints_out"]) == {"0"}
