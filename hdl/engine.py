@@ -46,7 +46,9 @@ from ..models.dma_write import OUTSTANDING
 from ..models.engine import (ACK_FIFO_DEPTH, CQ_DEPTH, CQ_RD_OPS, CQ_REFUSED, CQ_RX_OPCODES, ENG_CTR,
                               ENGINE_CFG_SACK, ENGINE_TX_NAMES, HINT_BITS, HINT_MAX, PSN_BITS, PSN_IGNORED_CTR,
                               RSP_FIFO_DEPTH, WR_FIFO_DEPTH, check_ack_hint_options, check_engine_hint_options,
-                              engine_tx_params, rsp_free_depth)
+                              engine_tx_params, rsp_free_depth, check_rx_hint_options)
+from ..models.regs import HINT_REG_OF
+from ..models.rx_hint import SEEN_OPS
 from ..models.frame_builder import DESC_LAYOUT
 from ..models.wire import ROCE_PORT, Op
 from ..models.rx import (CHUNK_RING, RD_OP_CMP_SWAP, RD_OP_FETCH_ADD, RD_OP_READ, SMALL as RX_SMALL,
@@ -57,6 +59,7 @@ from .dma_write import DmaWrite
 from .parser import Parser, axis_signature
 from .regs import Regs
 from .rx import Rx
+from .rx_hint import RxHint, seen_signature
 from .tx import Tx
 
 __all__ = ["EngineRx", "PayloadPack", "engine_rx_256x4", "CqJoin"]
@@ -148,8 +151,11 @@ class EngineRx(wiring.Component):
     def __init__(self, width=512, *, conns=records.CONNS, paths=records.PATHS, keys=1024,
                  streams=records.STREAMS, chunk_ring=CHUNK_RING, max_frame=9216, outstanding=OUTSTANDING, mac_clock=False,
                  mac_fifo_depth=16, peer_acks=False, tx_counters=False, responses=False, rd_rows=False,
-                 atomics=False, max_rd_atomic=None, pacing=False, cfg_sack=True, interval=1):
+                 atomics=False, max_rd_atomic=None, pacing=False, cfg_sack=True, interval=1,
+                 hint_regs=False):
         self.rd_rows = bool(rd_rows)
+        # MR-ENG-338/339: the register block's hint window out, and the arrivals the RX takes
+        self.hint_regs = bool(hint_regs)
         # MR-RX-319: the RX's frame interval (the whole engine's, MR-ENG-300)
         self.interval = interval
         # MR-ENG-259: the register block's pacing window, its ports out (the whole engine's TX)
@@ -178,7 +184,8 @@ class EngineRx(wiring.Component):
                                                  cfg_sack=cfg_sack, interval=interval)),
                                ("dma", lambda: DmaWrite(width, conns=conns, outstanding=outstanding)),
                                ("regs", lambda: Regs.for_rx(self.rx, parser=True, tx=self.tx_counters,
-                                                            eng=self.responses, pacing=self.pacing)),
+                                                            eng=self.responses, pacing=self.pacing,
+                                                            hint=self.hint_regs)),
                                # MR-ENG-158: the atomic executor beside the placement DMA
                                ("atom", lambda: AtomicExec(width, self.rx.lay.atom, self.rx.lay.rsp)
                                 if self.atomics else None)):
@@ -226,6 +233,11 @@ class EngineRx(wiring.Component):
             # MR-ENG-259: the pacing window's write and configuration (MR-REG-065)
             for name in ("m_pace", "pace_mtu_wl", "pace_line_mbps"):
                 ports[name] = self.regs.signature.members[name]
+        if self.hint_regs:
+            for name in HINT_REG_OF:
+                ports[name] = self.regs.signature.members[name]
+            ports["m_seen"] = Out(seen_signature(conns))
+        self.conns = conns
         super().__init__(ports)
 
     def elaborate(self, platform):
@@ -264,6 +276,9 @@ class EngineRx(wiring.Component):
                          meta.ready.eq(Mux(to_ack, pa.ready, rx.s_meta.ready))]
         else:
             wiring.connect(m, parser.m_meta, rx.s_meta)
+        if self.hint_regs:
+            self._seen(m, rx)
+            m.d.comb += [getattr(self, n).eq(getattr(regs, n)) for n in HINT_REG_OF]
         wiring.connect(m, parser.m_payload, pack.s_axis)
         wiring.connect(m, pack.m_payload, rx.s_payload)
         if self.rd_rows:
@@ -311,6 +326,21 @@ class EngineRx(wiring.Component):
         if self.tx_counters:
             m.d.comb += [self.tx_reg_addr.eq(regs.tx_reg_addr), regs.tx_reg_data.eq(self.tx_reg_data)]
         return m
+
+    def _seen(self, m, rx):
+        """MR-ENG-338: the arrival record of the metadata record the RX takes this cycle (a
+        data opcode with an MRDH, not dropped, DestQP a connection): its connection, CE mark
+        and whether more of its message is due."""
+        s, p = rx.s_meta, rx.s_meta.payload
+        op = p.bth.opcode
+        data_op = Const(0)
+        for code in SEEN_OPS:
+            data_op = data_op | (op == code)
+        o = self.m_seen
+        m.d.comb += [o.valid.eq(s.valid & s.ready & ~p.drop & p.has.mrdh & data_op
+                                & (p.bth.dest_qp < self.conns)),
+                     o.payload.conn.eq(p.bth.dest_qp), o.payload.ce.eq(p.ip.ecn == 3),
+                     o.payload.more.eq(~p.mrdh.flags[0])]      # MrdhFlag.LAST
 
 
 def _first_of_two(m, first, second, out):
@@ -826,11 +856,21 @@ class Engine(wiring.Component):
 
     def __init__(self, width=64, *, conns=2, paths=4, keys=256, rx_streams=RX_SMALL["streams"],
                  max_frame=9216, outstanding=32, cq_join=True, max_rd_atomic=records.RD_ATOMIC,
-                 pacing=False, rows=False, interval=None, hints=False, hint_wrong=None, **tx_kw):
+                 pacing=False, rows=False, interval=None, hints=False, hint_wrong=None, rx_hint=False,
+                 rx_hint_wrong=None, **tx_kw):
         kw = engine_tx_params(tx_kw)
         # MR-ENG-311: the rate hints end to end (the TX half Tx(hints=True, control=True), the
         # peer's MRAH hint decoded into its s_ack, the host's hint on the engine's ACKs)
-        self.hints, self.hint_wrong = check_engine_hint_options(hints, hint_wrong, pacing=pacing, rows=rows)
+        try:
+            self.hints, self.hint_wrong = check_engine_hint_options(hints, hint_wrong, pacing=pacing, rows=rows)
+            # MR-ENG-338..340: the receiver's own hint (RxHint), its and the windows' configuration
+            # from the register block's hint window
+            self.rx_hint = check_rx_hint_options(self.hints, rx_hint, rx_hint_wrong)
+        except ValueError:
+            self._MustUse__silence = True
+            raise
+        self.rx_hint_wrong = rx_hint_wrong
+        self.hint_block = RxHint(conns, wrong=rx_hint_wrong) if self.rx_hint else None
         # MR-ENG-299/300: the frame interval its blocks may take (at 64 bits 8 cycles a frame)
         self.interval = records.interval_of(width, interval)
         # MR-ENG-258: the TX half paced (Tx(pacing=True)), its pacer set through s_axil
@@ -847,7 +887,8 @@ class Engine(wiring.Component):
                                 chunk_ring=kw["chunk_window"], max_frame=max_frame,
                                 outstanding=outstanding, peer_acks=True, tx_counters=True,
                                 responses=True, rd_rows=True, atomics=True, max_rd_atomic=max_rd_atomic,
-                                pacing=self.pacing, cfg_sack=ENGINE_CFG_SACK, interval=self.interval)
+                                pacing=self.pacing, cfg_sack=ENGINE_CFG_SACK, interval=self.interval,
+                                hint_regs=self.rx_hint)
         # MR-ENG-148: the scheduler's READs queued come out, for the rows the engine writes
         # MR-ENG-282: the TX half's one frame builder takes the ACK descriptors too
         # MR-TXS-417, MR-TX-455: the TX half's interval (its scheduler's and retransmit unit's);
@@ -870,11 +911,16 @@ class Engine(wiring.Component):
                 ports[name] = mem
         ports["m_axis"] = Out(sig(self.tx, "m_axis"))
         for name, mem in self.tx.signature.members.items():
-            if name not in _TX_INTERNAL:
+            if name not in self._tx_internal():
                 ports[ENGINE_TX_NAMES.get(name, name)] = mem
-        if self.hints:
+        if self.hints and not self.rx_hint:
             ports["ack_hint_mbps"] = In(HINT_BITS)     # MR-ENG-312: the hint the engine's ACKs carry
         super().__init__(ports)
+
+    def _tx_internal(self):
+        """The TX half's ports joined inside; MR-ENG-340: with ``rx_hint`` also the windows'
+        configuration (the hint window's)."""
+        return _TX_INTERNAL + (tuple(n for n in HINT_REG_OF if n.startswith("cc_")) if self.rx_hint else ())
 
     def elaborate(self, platform):
         m = Module()
@@ -883,7 +929,16 @@ class Engine(wiring.Component):
         m.submodules.ack_in = ack_in = AckIn(self.conns, rxh.signature.members["m_peer_ack"].signature,
                                              tx.lay.rtx.ack, hints=self.hints, hint_wrong=self.hint_wrong)
         m.submodules.ack_out = ack_out = AckOut(self.conns, rxh.lay.ack, tx.lay.cfg, hints=self.hints)
-        if self.hints:
+        if self.rx_hint:
+            # MR-ENG-338..340: the receiver's own hint from the arrivals the RX takes, on the
+            # engine's clock; its and the windows' configuration from the hint window
+            m.submodules.rx_hint = hb = self.hint_block
+            wiring.connect(m, rxh.m_seen, hb.s_seen)
+            m.d.comb += [hb.now.eq(self.now), hb.line_mbps.eq(rxh.hint_line_mbps),
+                         hb.share_ns.eq(rxh.hint_share_ns), hb.mtu.eq(rxh.hint_mtu),
+                         ack_out.hint.eq(hb.hint)]
+            m.d.comb += [getattr(tx, n).eq(getattr(rxh, n)) for n in HINT_REG_OF if n.startswith("cc_")]
+        elif self.hints:
             m.d.comb += ack_out.hint.eq(self.ack_hint_mbps)     # MR-ENG-312
         # MR-ENG-240/241: with the resources, RspJoin's queue of frees
         free_depth = rsp_free_depth(self.conns, self.max_rd_atomic) if self.max_rd_atomic is not None else 0
@@ -895,7 +950,7 @@ class Engine(wiring.Component):
             if name not in _RX_INTERNAL + joined:
                 _forward(m, getattr(rxh, name), getattr(self, name), rxh.signature.members[name])
         for name, mem in tx.signature.members.items():
-            if name not in _TX_INTERNAL + ("s_cfg", "s_wr") + joined:
+            if name not in self._tx_internal() + ("s_cfg", "s_wr") + joined:
                 _forward(m, getattr(tx, name), getattr(self, ENGINE_TX_NAMES.get(name, name)), mem)
         # MR-ENG-105: the TX half's counters through the register block (MR-REG-034)
         m.d.comb += [tx.reg_addr.eq(rxh.tx_reg_addr), rxh.tx_reg_data.eq(tx.reg_data)]
@@ -978,7 +1033,7 @@ class Engine(wiring.Component):
 #: the halves' ports joined inside the engine (MR-ENG-135)
 _RX_INTERNAL = ("m_ack", "m_peer_ack", "tx_reg_addr", "tx_reg_data", "m_rsp", "eng_reg_addr",
                 "eng_reg_data", "s_cfg_eng", "m_pace", "pace_mtu_wl", "pace_line_mbps",
-                "cfg_tap", "cfg_tap_take")
+                "cfg_tap", "cfg_tap_take", "m_seen") + tuple(HINT_REG_OF)
 # MR-ENG-140: the TX half's READ responses come from the receive half, their records to RspJoin;
 # MR-ENG-259: its pacer's writes and configuration from the register block; MR-ENG-303: its
 # initial PSNs from the host's table 9 rows (PsnInit)
@@ -1004,6 +1059,12 @@ def engine_small(width=64):
 def engine_hints_small(width=64):
     """MR-ENG-311: the block ``engine_hints``: ``engine_small`` with the rate hints end to end."""
     return Engine(width, hints=True)
+
+
+def engine_rx_hint_small(width=64):
+    """MR-ENG-340: the block ``engine_rx_hint``: ``engine_hints`` with the receiver's own hint
+    and the hint window."""
+    return Engine(width, hints=True, rx_hint=True)
 
 
 def engine_rows_small(width=64):

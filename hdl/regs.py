@@ -27,7 +27,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .muxes import or_tree
-from ..models.regs import ADDR_BITS, OKAY, RO, SLVERR, WO, ctr_base, register_map
+from ..models.regs import ADDR_BITS, HINT_REG_OF, OKAY, RO, SLVERR, WO, ctr_base, register_map
 from ..models.rx import COUNTER_BITS, GLOBAL, TABLE_GLOBAL, layouts
 
 __all__ = ["Regs", "AxiLiteSignature", "regs_256x4", "regs_block"]
@@ -50,14 +50,15 @@ class Regs(wiring.Component):
     """The host register block (docs/spec/hw-regs.md)."""
 
     def __init__(self, *, conns=4096, paths=8, keys=1024, parser=True, tx=True, eng=False,
-                 pacing=False):
+                 pacing=False, hint=False):
         try:
             self.lay = lay = layouts(conns, paths, keys)
         except ValueError:
             self._MustUse__silence = True       # never built: no "unused" warning at exit
             raise
         self.pacing = bool(pacing)
-        self.map = register_map(lay, parser=parser, tx=tx, eng=eng, pacing=self.pacing)
+        self.hint = bool(hint)          # MR-REG-073: the hint window
+        self.map = register_map(lay, parser=parser, tx=tx, eng=eng, pacing=self.pacing, hint=self.hint)
         ports = {
             "s_axil": In(AxiLiteSignature()),
             "m_cfg": Out(stream.Signature(lay.cfg)),
@@ -72,15 +73,19 @@ class Regs(wiring.Component):
             from ..models.pacer import RATE_BITS, WL_BITS, frame_layouts
             ports.update({"m_pace": Out(stream.Signature(frame_layouts(conns)["write"])),
                           "pace_mtu_wl": Out(WL_BITS), "pace_line_mbps": Out(RATE_BITS)})
+        if self.hint:
+            # MR-REG-075: the hint window's registers out
+            for port, name in HINT_REG_OF.items():
+                ports[port] = Out(self.map.get(name).width)
         super().__init__(ports)
 
     @classmethod
-    def for_rx(cls, rx, *, parser=False, tx=False, eng=False, pacing=False):
+    def for_rx(cls, rx, *, parser=False, tx=False, eng=False, pacing=False, hint=False):
         """The register block of the RX engine ``rx`` (an ``hdl.rx.Rx``): the same sizes; the
         parser's, the TX half's and the engine's own counters when asked; the pacing window."""
         lay = rx.lay
         return cls(conns=lay.conns, paths=lay.paths, keys=lay.keys, parser=parser, tx=tx, eng=eng,
-                   pacing=pacing)
+                   pacing=pacing, hint=hint)
 
     def elaborate(self, platform):
         m = Module()
@@ -244,6 +249,9 @@ class Regs(wiring.Component):
                          self.pace_line_mbps.eq(store["PACE_LINE_MBPS"])]
             with m.If(pace_valid & self.m_pace.ready):
                 m.d.sync += [pace_valid.eq(0), b_valid.eq(1), b_resp.eq(OKAY)]
+        if self.hint:
+            # MR-REG-075: the hint window's registers on their ports
+            m.d.comb += [getattr(self, port).eq(store[name]) for port, name in HINT_REG_OF.items()]
         with m.If(execute):
             m.d.sync += [aw_full.eq(0), w_full.eq(0)]
             with m.If(emit_row | emit_global):

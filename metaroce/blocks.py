@@ -433,6 +433,37 @@ BLOCKS: dict[str, Block] = {
         shares={"rx_half": r"^rx_half$", "tx": r"^tx$", "ack_in": r"^ack_in$",
                 "ack_out": r"^ack_out$"},
     ),
+    # The receiver's own rate hint (issue 13; hw-engine.md section 5q, MR-ENG-328/340/344):
+    # the count and share beside the RX, at the small engine's 2 connections and at 4,096
+    # (resources only), and the whole engine with it and the hint window.
+    "rx_hint": Block(
+        name="rx_hint",
+        component="metaroce.hdl.rx_hint:rx_hint_small",
+        model="metaroce.models.rx_hint:rx_hint_model_small",
+        tb="",
+        help="the receiver's rate hint: its senders counted per share interval, MR-CC-005's "
+             "share (2 connections; docs/spec/hw-engine.md section 5q; resources only)",
+        widths=(64,),
+    ),
+    "rx_hint_4096": Block(
+        name="rx_hint_4096",
+        component="metaroce.hdl.rx_hint:rx_hint_4096",
+        model="metaroce.models.rx_hint:rx_hint_model_4096",
+        tb="",
+        help="the receiver's rate hint at 4,096 connections (resources only)",
+        widths=(64,),
+    ),
+    "engine_rx_hint": Block(
+        name="engine_rx_hint",
+        component="metaroce.hdl.engine:engine_rx_hint_small",
+        model="metaroce.models.engine:engine_model_rx_hint_small",
+        tb="metaroce.tb.cosim",
+        help="the whole engine, small instance, with the receiver's own rate hint (RxHint) and "
+             "the hint window's registers (docs/spec/hw-engine.md section 5q)",
+        widths=(64,),
+        shares={"rx_half": r"^rx_half$", "tx": r"^tx$", "ack_in": r"^ack_in$",
+                "ack_out": r"^ack_out$", "rx_hint": r"^rx_hint$"},
+    ),
     # The whole engine with the row scheduler in its TX half (issues 12, 13; hw-engine.md
     # section 5m, MR-ENG-295): engine's ports; for the ECP5-85 fit's comparison.
     "engine_rows": Block(

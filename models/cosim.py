@@ -136,6 +136,10 @@ class Config:
     #: each engine's ACKs carrying this hint in Mb/s (0: none; its host's receive rate), the
     #: reference endpoint's hint pushes on; None: no hints, as before
     hints: int | None = None
+    #: hw-engine.md MR-ENG-341 (rxhint48): with ``hints``, each engine computes its own hint
+    #: (``EngineModel(rx_hint=True)``: the block ``engine_rx_hint``), its capacity the link rate,
+    #: its share interval the base RTT; ``hints`` is then unused
+    rx_hint: bool = False
 
     @property
     def ack_delay_s(self):
@@ -160,6 +164,8 @@ class Config:
             raise ValueError("bottleneck must be in (0, 1]")
         if self.hints is not None and not 0 <= self.hints < 1 << 19:
             raise ValueError("hints must be in 0..524287 Mb/s")
+        if self.rx_hint and self.hints is None:
+            raise ValueError("rx_hint needs hints")
         if not 1 <= self.spines <= 16:
             raise ValueError("spines must be in 1..16")
         if not 1 <= self.ack_every <= 15:

@@ -37,7 +37,7 @@ from .dma_write_cases import HostMemory as WriteMemory
 from .engine import (AXIL, CQ_RD_OPS, CQ_RX_OPCODES, WC_OF_OP, PairPorts, engine_layouts, engine_offer,
                      engine_init_rd_atomic, engine_peer_check, engine_tx_params, host_completion)
 from .engine_cases import _host_window
-from .regs import register_map
+from .regs import HINT_REG_OF, register_map
 from .atomic import result_area_bytes
 from .atomic_cases import AtomSlave
 from .rx import (MSG_SLOTS as RX_MSG_SLOTS, SMALL as RX_SMALL, WC_COMP_SWAP, WC_FETCH_ADD, WC_RDMA_READ, pack,
@@ -115,6 +115,11 @@ class EngineLoop:
         self.pace = pace
         if pace is not None:
             rows += pace_writes(setup.lay, **pace)
+        # MR-ENG-341: the receiver's own hint: its and the windows' configuration through the
+        # hint window after the rows, the windows' setup writes after them
+        self.rx_hint = bool(hints and hints.get("rx_hint"))
+        if self.rx_hint:
+            rows += hint_writes(setup.lay, hints)
         self.regs = rgc.Driver(rows, seed=seed + 1, p_idle=0.0, p_bp=0.0)
         self.cfg_writes = list(setup.writes)        # the rows written, for the runs' checks
         self.wmem = WriteMemory(wlay, width, random.Random(seed + 2), p_bp=p_bp, latency=latency)
@@ -159,8 +164,9 @@ class EngineLoop:
                       "s_wr__valid": 0, "s_wr__payload": 0, "s_cfg__valid": 0, "s_cfg__payload": 0,
                       **{"s_axil__" + n: 0 for n in AXIL}, "s_axil__bready": 1, "s_axil__rready": 1}
         if hints:
-            self._idle.update({**hints["cc"], "ack_hint_mbps": hints["hint"],
-                               "s_cw_setup__valid": 0, "s_cw_setup__payload": 0})
+            self._idle.update({"s_cw_setup__valid": 0, "s_cw_setup__payload": 0})
+            if not self.rx_hint:
+                self._idle.update({**hints["cc"], "ack_hint_mbps": hints["hint"]})
             # MR-ENG-319: the MRAH hints of the ACK frames in and out, {Mb/s: frames}
             self.res.update(cw_setups=0, hints_in=collections.Counter(), hints_out=collections.Counter())
 
@@ -192,7 +198,8 @@ class EngineLoop:
         if self.phase == 0 and not self.regs.finished:
             r = self.regs.inputs()
             inp.update({k: v for k, v in r.items() if k.startswith("s_axil__")})
-        if self.cw_i < len(self.cw_setups):         # MR-ENG-318: the windows opened first
+        if self.cw_i < len(self.cw_setups) and (not self.rx_hint or self.regs.finished):
+            # MR-ENG-318: the windows opened first (MR-ENG-341: once configured)
             inp.update({"s_cw_setup__valid": 1,
                         "s_cw_setup__payload": pack(self.lay.cw.setup, self.cw_setups[self.cw_i])})
         if self.ci < len(self.tmpls):
@@ -434,16 +441,31 @@ HINT_CC = {"cc_on": 1, "cc_beta_q": P.Q_ONE // 2, "cc_cap": 1 << 20, "cc_line_mb
            "cc_base_rtt_ns": 10_000}
 
 
-def hint_inputs(hint, conns=(1,), **cc):
+def hint_inputs(hint, conns=(1,), rx_hint=None, **cc):
     """MR-ENG-318: ``EngineLoop``'s ``hints``: the windows' configuration (:data:`HINT_CC`,
     ``cc`` overriding), ``hint`` (Mb/s, 0: none) on the engine's ACKs (``ack_hint_mbps``), and
     the path windows of ``conns`` opened by setup writes (``tx_cases.cc_setups`` at the
-    engine's window)."""
+    engine's window). ``rx_hint`` (MR-ENG-341: ``EngineModel(rx_hint=True)``): the receiver's
+    own hint, ``{"line_mbps", "share_ns", "mtu"}`` its configuration; with it ``hint`` is
+    unused and everything is written through the hint window (:func:`hint_writes`)."""
     from .engine import engine_tx_params
     from .tx_cases import cc_setups
     params = {**engine_tx_params({}), "conns": SMALL["conns"], "paths": SMALL["paths"]}
-    return {"cc": {**HINT_CC, **cc}, "hint": hint,
-            "setups": [w for c in conns for w in cc_setups(params, c)]}
+    out = {"cc": {**HINT_CC, **cc}, "hint": hint,
+           "setups": [w for c in conns for w in cc_setups(params, c)]}
+    if rx_hint is not None:
+        out.update(rx_hint=True, rx=dict(rx_hint))
+    return out
+
+
+def hint_writes(rx_lay, hints):
+    """MR-ENG-341: the host's AXI4-Lite writes of the hint window (hw-regs.md MR-REG-073..075):
+    the receiver's hint block's configuration (``hints["rx"]``) and the windows'
+    (``hints["cc"]``), each register once."""
+    rmap = register_map(rx_lay, eng=True, hint=True)
+    vals = {"hint_line_mbps": hints["rx"]["line_mbps"], "hint_share_ns": hints["rx"]["share_ns"],
+            "hint_mtu": hints["rx"]["mtu"], **hints["cc"]}
+    return [rgc.Write(rmap.get(HINT_REG_OF[n]).offset, v, name=f"hint.{n}") for n, v in vals.items()]
 
 
 def loopback_run(width, nbytes, *, seed=0, loss=0.05, n_writes=3, p_bp=0.2, latency=(1, 40),
@@ -639,6 +661,8 @@ def engine_kw(cfg):
     kw = {} if cfg.chunk_window is None else {"chunk_window": cfg.chunk_window}
     if cfg.hints is not None:
         kw["hints"] = True
+        if cfg.rx_hint:
+            kw["rx_hint"] = True            # MR-ENG-341
     return kw
 
 
@@ -716,7 +740,10 @@ def _engine_side(cfg, seed, nbytes, addr, peer_addr, src_seed, host, *, p_bp, la
     hints = None
     if cfg.hints is not None:
         hints = hint_inputs(cfg.hints, conns=(c.qp,), cc_line_mbps=round(cfg.link_bps / 1e6),
-                            cc_base_rtt_ns=round(cfg.rtt * 1e9))
+                            cc_base_rtt_ns=round(cfg.rtt * 1e9),
+                            # MR-ENG-341: the receiver's capacity the link, its interval the RTT
+                            rx_hint={"line_mbps": round(cfg.link_bps / 1e6), "share_ns": round(cfg.rtt * 1e9),
+                                     "mtu": s.mtu} if cfg.rx_hint else None)
     lay = engine_layouts(hints=hints is not None)
     if read:
         items = read_plan(s, c.qp, reads, s.keys[1], rkey)

@@ -30,7 +30,8 @@ from . import records
 from .atomic import ATOM_CTR, ATOM_CTR_BASE, AXI_IN as ATOM_AXI_IN, AXI_OUT as ATOM_AXI_OUT, AtomicExecModel
 from .dma_write import OUTSTANDING, DmaWriteCycleModel
 from .parser import ParserModel
-from .regs import PACE_INPUTS, PACE_OUTPUTS, RegsCycleModel
+from .regs import HINT_OUTPUTS, HINT_REG_OF, PACE_INPUTS, PACE_OUTPUTS, RegsCycleModel
+from .rx_hint import RxHintModel, seen_layout, seen_of_meta
 from .rx import (CHUNK_RING, RD_OP_CMP_SWAP, RD_OP_FETCH_ADD, RD_OP_READ, SMALL as RX_SMALL, TABLE_READ,
                  TABLE_RSP_FREE, TABLE_INIT_DEPTH, TABLE_TX_PSN,
                  WC_COMP_SWAP, WC_FETCH_ADD, WC_RDMA_READ, RxCycleModel, bundle_entry, pack, payload_layout)
@@ -50,7 +51,8 @@ __all__ = ["PackModel", "EngineRxModel", "engine_rx_model", "engine_rx_model_256
            "ACK_FIFO_DEPTH", "WR_FIFO_DEPTH", "ENGINE_TX_NAMES", "engine_layouts", "engine_tx_params", "ENGINE_RTO_NS", "ENGINE_CFG_SACK", "ENGINE_TX_DEPTH",
            "ENGINE_CHUNK_WINDOW", "ENGINE_CWND", "ENGINE_CONN_WINDOW",
            "PAIR_PREFIXES", "PairPorts", "EnginePairModel", "HINT_BITS", "HINT_MAX", "hint_of_rate",
-           "check_ack_hint_options", "check_engine_hint_options", "engine_model_hints_small"]
+           "check_ack_hint_options", "check_engine_hint_options", "engine_model_hints_small",
+           "check_rx_hint_options", "engine_model_rx_hint_small"]
 
 AXIL = ("awaddr", "awvalid", "wdata", "wstrb", "wvalid", "bready", "araddr", "arvalid", "rready")
 AXIL_OUT = ("awready", "wready", "bresp", "bvalid", "arready", "rdata", "rresp", "rvalid")
@@ -166,8 +168,10 @@ class EngineRxModel:
     def __init__(self, width=512, conns=records.CONNS, paths=records.PATHS, keys=1024, *,
                  streams=records.STREAMS, chunk_ring=CHUNK_RING, max_frame=9216, outstanding=OUTSTANDING,
                  peer_acks=False, tx_counters=False, responses=False, rd_rows=False, atomics=False,
-                 max_rd_atomic=None, pacing=False, cfg_sack=True, interval=1):
+                 max_rd_atomic=None, pacing=False, cfg_sack=True, interval=1, hint_regs=False):
         self.width = width
+        # MR-ENG-338/339: the register block's hint window out, and the arrivals the RX takes
+        self.hint_regs = bool(hint_regs)
         self.interval = interval        # MR-RX-319: the RX's frame interval (MR-ENG-300)
         self.pacing = pacing            # MR-ENG-259: the register block's pacing window
         self.rd_rows = rd_rows
@@ -184,7 +188,8 @@ class EngineRxModel:
         self.dma = DmaWriteCycleModel(width, conns, outstanding=outstanding)
         # MR-ENG-105: the register block reads the parser's counters (and the TX half's)
         self.regs = RegsCycleModel(conns, paths, keys, parser=True, tx=tx_counters, eng=responses,
-                                   pacing=pacing)
+                                   pacing=pacing, hint=self.hint_regs)
+        self.conns = conns
         self.lay = self.rx.lay
         self.keep_mask = (1 << width // 8) - 1
         # MR-ENG-158: the atomic executor beside the placement DMA
@@ -212,6 +217,8 @@ class EngineRxModel:
         if self.pacing:
             ins += list(PACE_INPUTS)
             outs += list(PACE_OUTPUTS)
+        if self.hint_regs:
+            outs += list(HINT_OUTPUTS) + ["m_seen__valid", "m_seen__payload"]
         return {"inputs": ins, "outputs": outs}
 
     def busy(self):
@@ -309,6 +316,14 @@ class EngineRxModel:
             out["cfg_tap_take"] = int(bool(cfg_valid and rx_out["s_cfg__ready"]))
         if self.pacing:
             out.update({n: ro[n] for n in PACE_OUTPUTS})
+        if self.hint_regs:
+            # MR-ENG-338: the arrival of the record the RX takes this cycle; MR-ENG-339: the window
+            seen = (seen_of_meta(po["m_meta__payload"], self.conns)
+                    if po["m_meta__valid"] and not to_ack and rx_out["s_meta__ready"] else None)
+            out.update({n: ro[n] for n in HINT_OUTPUTS})
+            out["m_seen__valid"] = int(seen is not None)
+            out["m_seen__payload"] = (pack(seen_layout(self.conns), dict(zip(("conn", "ce", "more"), seen)))
+                                      if seen else 0)
         return out
 
 
@@ -362,6 +377,17 @@ def check_ack_hint_options(hints, hint_wrong):
     if hint_wrong is not None and not hints:
         raise ValueError("hint_wrong needs hints")
     return bool(hints), hint_wrong
+
+
+def check_rx_hint_options(hints, rx_hint, rx_hint_wrong):
+    """MR-ENG-340: ``rx_hint`` needs ``hints``; ``rx_hint_wrong`` (negative controls only,
+    MR-ENG-336's forms) needs ``rx_hint``."""
+    from .rx_hint import HINT_WRONG
+    if rx_hint and not hints:
+        raise ValueError("rx_hint needs hints")
+    if rx_hint_wrong not in HINT_WRONG or (rx_hint_wrong is not None and not rx_hint):
+        raise ValueError(f"rx_hint_wrong must be one of {HINT_WRONG}, and only with rx_hint")
+    return bool(rx_hint)
 
 
 def check_engine_hint_options(hints, hint_wrong, *, pacing, rows):
@@ -927,7 +953,7 @@ class AckOutModel:
 ENGINE_TX_NAMES = {"m_axi": "m_axi_rd", "m_cqe": "m_tx_cqe"}
 #: MR-ENG-105, MR-ENG-135: the halves' ports joined inside the engine
 _RX_INTERNAL = ("m_ack__", "m_peer_ack__", "tx_reg_", "m_rsp__", "eng_reg_", "s_cfg_eng__", "m_pace__",
-                "pace_", "cfg_tap")
+                "pace_", "cfg_tap", "m_seen__", "hint_", "cc_")
 # MR-ENG-140: the TX half's READ responses are fed by the receive half, their records counted;
 # MR-ENG-259: its pacer's writes and configuration from the register block
 _TX_INTERNAL = ("s_ack__", "s_ack_desc__", "reg_addr", "reg_data", "s_rsp__", "m_rsp_done__", "m_rd__",
@@ -946,11 +972,14 @@ class EngineModel:
 
     def __init__(self, width=64, conns=2, paths=4, keys=256, *, rx_streams=RX_SMALL["streams"], max_frame=9216,
                  outstanding=32, cq_join=True, max_rd_atomic=records.RD_ATOMIC, pacing=False,
-                 ack_first=True, rows=False, interval=None, hints=False, hint_wrong=None, **tx_kw):
+                 ack_first=True, rows=False, interval=None, hints=False, hint_wrong=None, rx_hint=False,
+                 rx_hint_wrong=None, **tx_kw):
         from .tx import TxCycleModel
         kw = engine_tx_params(tx_kw)
         # MR-ENG-311: the rate hints end to end, as Engine's
         self.hints, self.hint_wrong = check_engine_hint_options(hints, hint_wrong, pacing=pacing, rows=rows)
+        # MR-ENG-338..340: the receiver computes its hint, the configuration in the hint window
+        self.rx_hint = check_rx_hint_options(self.hints, rx_hint, rx_hint_wrong)
         if self.hints:
             kw.update(hints=True, control=True)
         self.width = width
@@ -966,7 +995,10 @@ class EngineModel:
                                 chunk_ring=kw["chunk_window"], max_frame=max_frame,
                                 outstanding=outstanding, peer_acks=True, tx_counters=True,
                                 responses=True, rd_rows=True, atomics=True, max_rd_atomic=max_rd_atomic,
-                                pacing=self.pacing, cfg_sack=ENGINE_CFG_SACK, interval=self.interval)
+                                pacing=self.pacing, cfg_sack=ENGINE_CFG_SACK, interval=self.interval,
+                                hint_regs=self.rx_hint)
+        self.hint_block = RxHintModel(conns, rx_hint_wrong) if self.rx_hint else None
+        self.seen_log = []          # MR-ENG-342: (now, conn, ce, more) of every arrival counted
         streams = kw.pop("streams")
         # MR-ENG-282: the ACK descriptors into the TX half's one frame builder (``ack_first``
         # False: after the data descriptors, MR-ENG-286's negative control only)
@@ -1020,7 +1052,10 @@ class EngineModel:
         outs = [n for n in rx["outputs"] if not n.startswith(_RX_INTERNAL)]
         ins += [_tx_name(n) for n in tx["inputs"] if not n.startswith(_TX_INTERNAL)]
         outs += [_tx_name(n) for n in tx["outputs"] if not n.startswith(_TX_INTERNAL)]
-        if self.hints:
+        if self.rx_hint:
+            # MR-ENG-340: the windows' configuration from the hint window, no ack_hint_mbps
+            ins = [n for n in ins if n not in HINT_REG_OF]
+        elif self.hints:
             ins.append("ack_hint_mbps")         # MR-ENG-312
         return {"inputs": ins, "outputs": outs}
 
@@ -1050,7 +1085,10 @@ class EngineModel:
         # descriptor (the template rows before this cycle's s_cfg write) into the TX half
         aq = self.rx.rx.ack_q
         ack_valid, ack_head = int(aq.level > 0), aq.head
-        ack_d = self.ack_out.desc(ack_head, g("ack_hint_mbps", 0) if self.hints else 0) if ack_valid else 0
+        hb = self.hint_block
+        # MR-ENG-312, MR-ENG-340: the host's hint, or the receiver's own (a register)
+        hint_now = hb.hint if hb is not None else g("ack_hint_mbps", 0) if self.hints else 0
+        ack_d = self.ack_out.desc(ack_head, hint_now) if ack_valid else 0
         in_valid, in_head = self.ack_in.out()
         rsp_valid, rsp_head = self.rsp.out()
         ro = self.rx.regs.outputs()
@@ -1058,6 +1096,9 @@ class EngineModel:
         # heads, the RX engine's ACK request, the register block's counter select), and its counter
         # value is the register block's input
         tx_in = {n: g(_tx_name(n), 0) for n in self.tx.port_names()["inputs"]}
+        if hb is not None:
+            # MR-ENG-340: the windows' configuration from the hint window's registers
+            tx_in.update({n: ro[n] for n in HINT_REG_OF if n in tx_in})
         tx_in.update({"s_ack__valid": in_valid, "s_ack__payload": in_head,
                       "s_ack_desc__valid": ack_valid, "s_ack_desc__payload": ack_d,
                       "reg_addr": ro["tx_reg_addr"],
@@ -1126,6 +1167,14 @@ class EngineModel:
                       tx_out["m_rsp_done__valid"], tx_out["m_rsp_done__payload"], ro["eng_reg_addr"],
                       free_ready=free_first and rx_out["s_cfg_eng__ready"])
         assert rx_out["m_ack__valid"] == ack_valid and rx_out["m_ack__payload"] == ack_head
+        if hb is not None:
+            # MR-ENG-338/339: the arrival the RX took, the engine's clock, the window's configuration
+            sv = rx_out["m_seen__valid"]
+            rec = unpack(seen_layout(hb.conns), rx_out["m_seen__payload"])
+            if sv:
+                self.seen_log.append((g("now", 0), rec["conn"], rec["ce"], rec["more"]))
+            hb.step(sv, rec["conn"], rec["ce"], rec["more"], g("now", 0), ro["hint_line_mbps"],
+                    ro["hint_share_ns"], ro["hint_mtu"])
         self.ack_out.step(g("s_cfg__valid", 0), g("s_cfg__payload", 0))
         out = {n: v for n, v in rx_out.items() if not n.startswith(_RX_INTERNAL)}
         out.update({_tx_name(n): v for n, v in tx_out.items() if not n.startswith(_TX_INTERNAL)})
@@ -1264,6 +1313,11 @@ def engine_model_small(width=64):
 def engine_model_hints_small(width=64):
     """MR-ENG-311: the model of ``hdl.engine.engine_hints_small``."""
     return EngineModel(width, hints=True)
+
+
+def engine_model_rx_hint_small(width=64):
+    """MR-ENG-340: the model of ``hdl.engine.engine_rx_hint_small``."""
+    return EngineModel(width, hints=True, rx_hint=True)
 
 
 def engine_model_rows_small(width=64):

@@ -464,6 +464,30 @@ def fair_share_mbps(line_rate_bps, n_active, ce_frac=0.0, drain=DRAIN_GAIN):
     return max(MIN_RATE_MBPS, int(rate / max(1, n_active) / 1e6))
 
 
+#: MR-ENG-328: DRAIN_GAIN as the integer ratio the receiver's hint block uses (0.08 = 2/25).
+DRAIN_NUM, DRAIN_DEN = 2, 25
+
+
+def fair_share_fx(line_mbps, n_active, ce=0, pkts=0):
+    """MR-CC-005, MR-ENG-329: :func:`fair_share_mbps` in integers, as the engine's receiver
+    computes it: the line rate (Mb/s) less the drain term for ``ce`` CE-marked arrivals of the
+    previous interval's ``pkts``, over ``n_active`` senders: ``line x (25 pkts - 2 ce) //
+    (25 pkts x n)`` (``line // n`` without arrivals), at least MIN_RATE_MBPS; 0 with at most one
+    sender. The exact floor of the quotient the float form approximates (MR-ENG-330)."""
+    if n_active <= 1:
+        return 0
+    ce = max(0, min(ce, pkts))
+    p = max(1, pkts)
+    num = line_mbps * (DRAIN_DEN * p - DRAIN_NUM * ce)
+    return max(MIN_RATE_MBPS, num // (DRAIN_DEN * p * n_active))
+
+
+def share_interval_fx(share_ns, prev, mtu, line_mbps):
+    """MR-CC-005, MR-ENG-331: the share interval (ns) after one in which ``prev`` senders were
+    counted: ``share_ns`` or two MTU packet times per sender at the line rate, whichever is
+    longer (the endpoint's ``_share_iv_of``: 2 prev x mtu x 8 x 10^9 // line b/s)."""
+    return max(share_ns, 16_000 * prev * mtu // max(1, line_mbps))
+
 #: MR-CC-012: a sender is demand-limited when what arrived from it in each of the last two
 #: intervals, plus DEMAND_MARGIN_PKTS packets, is below DEMAND_FRACTION_Q (Q16, 7/8) of the level
 #: it was offered over that interval.

@@ -32,7 +32,8 @@ __all__ = ["Reg", "RegMap", "register_map", "RegFile", "RegsCycleModel", "markdo
            "VERSION", "ERR_WRITE", "ERR_READ", "ERR_COMMIT", "CTR_BASE", "PARSER_CTR_BASE",
            "TX_CTR_BASE", "CFG_DATA_BASE", "MAX_DATA_WORDS", "INPUTS", "OUTPUTS", "SOURCES",
            "ctr_base", "port_lists", "ENG_CTR_BASE", "eng_counter_names", "PACE_BASE",
-           "PACE_INPUTS", "PACE_OUTPUTS"]
+           "PACE_INPUTS", "PACE_OUTPUTS",
+           "HINT_BASE", "HINT_OUTPUTS", "HINT_REG_OF", "hint_registers"]
 
 #: MR-REG-002: byte address bits of the AXI4-Lite port (a 4 KiB window).
 ADDR_BITS = 12
@@ -59,6 +60,13 @@ PACE_BASE = 0x380
 #: MR-REG-065: the ports the pacing window adds (the pacer's write, its static configuration)
 PACE_INPUTS = ("m_pace__ready",)
 PACE_OUTPUTS = ("m_pace__payload", "m_pace__valid", "pace_mtu_wl", "pace_line_mbps")
+#: MR-REG-073: the hint window (with ``hint``): after the pacing window
+HINT_BASE = 0x3A0
+#: MR-REG-074/075: the ports the hint window adds (each a register's value) and their registers
+HINT_REG_OF = {"hint_line_mbps": "HINT_LINE_MBPS", "hint_share_ns": "HINT_SHARE_NS",
+               "hint_mtu": "HINT_MTU", "cc_on": "CC_ON", "cc_beta_q": "CC_BETA_Q", "cc_cap": "CC_CAP",
+               "cc_line_mbps": "CC_LINE_MBPS", "cc_base_rtt_ns": "CC_BASE_RTT_NS"}
+HINT_OUTPUTS = tuple(HINT_REG_OF)
 #: MR-REG-030/033/034: the counter sources, their windows and their ports' name prefixes
 #: (``<prefix>reg_addr`` out, ``<prefix>reg_data`` in).
 SOURCES = ("rx", "parser", "tx", "eng")
@@ -157,13 +165,14 @@ def ctr_base(source):
     return _BASE[source]
 
 
-def port_lists(parser=True, tx=True, eng=False, pacing=False):
+def port_lists(parser=True, tx=True, eng=False, pacing=False, hint=False):
     """MR-REG-002: ``(inputs, outputs)``, the Verilog names of the block's ports with the parser's
     and the TX half's counter ports or without (and the engine's own, MR-ENG-143; the pacing
     window's, MR-REG-065)."""
     srcs = [s for s, on in (("parser", parser), ("tx", tx), ("eng", eng)) if on]
     return (_INPUTS + tuple(_PREFIX[s] + "reg_data" for s in srcs) + (PACE_INPUTS if pacing else ()),
-            _OUTPUTS + tuple(_PREFIX[s] + "reg_addr" for s in srcs) + (PACE_OUTPUTS if pacing else ()))
+            _OUTPUTS + tuple(_PREFIX[s] + "reg_addr" for s in srcs) + (PACE_OUTPUTS if pacing else ())
+            + (HINT_OUTPUTS if hint else ()))
 
 
 @dataclass(frozen=True)
@@ -188,12 +197,12 @@ def _log2(n):
     return (n - 1).bit_length()
 
 
-def register_map(lay=None, *, parser=True, tx=True, eng=False, pacing=False) -> RegMap:
+def register_map(lay=None, *, parser=True, tx=True, eng=False, pacing=False, hint=False) -> RegMap:
     """MR-REG-010..013, MR-REG-020, MR-REG-030/033/034: the registers of the block serving the RX
     instance ``lay`` (``models.rx.layouts(...)``; default the engine's instance), with the
     parser's and the TX half's counter windows or without (MR-REG-001); ``eng``: the whole
     engine's own counters at 0x300 (MR-ENG-143); ``pacing``: the pacing window at 0x380
-    (MR-REG-062..064)."""
+    (MR-REG-062..064); ``hint``: the hint window at 0x3A0 (MR-REG-073..075)."""
     lay = lay or layouts()
     sources = [s for s, on in (("rx", True), ("parser", parser), ("tx", tx), ("eng", eng)) if on]
     names = {s: _NAMES[s]() for s in sources}
@@ -245,6 +254,8 @@ def register_map(lay=None, *, parser=True, tx=True, eng=False, pacing=False) -> 
                             f"{what} {i} bits [63:32] (MR-REG-031)", "ctr_hi", i, src))
     if pacing:
         regs += pace_registers(lay.conns)
+    if hint:
+        regs += hint_registers()
     offsets = [r.offset for r in regs]
     assert len(set(offsets)) == len(offsets) and all(o % 4 == 0 and o < 1 << ADDR_BITS for o in offsets)
     return RegMap(lay, tuple(regs), words, tuple(sources))
@@ -272,6 +283,25 @@ def pace_registers(conns):
             "pacer write window: writing bit 0 sends {PACE_CONN, PACE_RATE, set_time = bit 1, "
             "PACE_TIME} as one pacer write (MR-REG-064)", "pace_commit"),
     ]
+
+
+def hint_registers():
+    """MR-REG-073..075: the hint window's registers: the receiver's hint block's configuration
+    (hw-engine.md MR-ENG-339) and the hinted TX half's windows' (MR-ENG-314, formerly ports), all
+    RW, static, reset 0 (``HINT_LINE_MBPS`` 0: no hint computed, the ACKs carry 0; ``CC_ON`` 0:
+    the windows off)."""
+    from .cwnd import BETA_BITS, RATE_BITS, RTT_BITS, WIN_BITS
+    b = HINT_BASE
+    rows = [("HINT_LINE_MBPS", RATE_BITS, "receiver's hint: its capacity in Mb/s shared among its senders "
+             "(0: no hint, MR-ENG-339)"),
+            ("HINT_SHARE_NS", 32, "receiver's hint: the shortest share interval in ns (MR-CC-005)"),
+            ("HINT_MTU", 13, "receiver's hint: the MTU in bytes (two MTU packet times per sender, MR-CC-005)"),
+            ("CC_ON", 1, "windows: the ACK events drive the congestion windows (MR-ENG-314)"),
+            ("CC_BETA_Q", BETA_BITS, "windows: beta in Q16 (MR-ENG-314)"),
+            ("CC_CAP", WIN_BITS, "windows: the window cap in bytes (MR-ENG-314)"),
+            ("CC_LINE_MBPS", RATE_BITS, "windows: the line rate in Mb/s (MR-ENG-314)"),
+            ("CC_BASE_RTT_NS", RTT_BITS, "windows: the base RTT in ns (MR-ENG-314)")]
+    return [Reg(name, b + 4 * i, w, RW, 0, desc, "store") for i, (name, w, desc) in enumerate(rows)]
 
 
 def markdown_table(rmap: RegMap | None = None):
@@ -312,8 +342,8 @@ def strobe_mask(strb):
 class RegFile:
     """The registers' state and the effect of one access (MR-REG-004, MR-REG-010/011/012, MR-REG-020..024, MR-REG-030/031)."""
 
-    def __init__(self, lay=None, *, parser=True, tx=True, eng=False, pacing=False):
-        self.map = register_map(lay, parser=parser, tx=tx, eng=eng, pacing=pacing)
+    def __init__(self, lay=None, *, parser=True, tx=True, eng=False, pacing=False, hint=False):
+        self.map = register_map(lay, parser=parser, tx=tx, eng=eng, pacing=pacing, hint=hint)
         self.pace_set_time = 0          # MR-REG-064: the last pacing commit's bit 1
         self.lay = self.map.lay
         self.words = self.map.by_word()
@@ -426,10 +456,11 @@ class RegsCycleModel:
     same cycle. Every output is a register or a function of registers only."""
 
     def __init__(self, conns=records.CONNS, paths=records.PATHS, keys=1024, *, parser=True, tx=True,
-                 eng=False, pacing=False):
-        self.rf = RegFile(layouts(conns, paths, keys), parser=parser, tx=tx, eng=eng, pacing=pacing)
+                 eng=False, pacing=False, hint=False):
+        self.rf = RegFile(layouts(conns, paths, keys), parser=parser, tx=tx, eng=eng, pacing=pacing, hint=hint)
         self.lay = self.rf.lay
         self.parser, self.tx, self.eng, self.pacing = parser, tx, eng, pacing
+        self.hint = bool(hint)          # MR-REG-073: the hint window
         if pacing:
             from .pacer import frame_layouts
             self.pace_lay = frame_layouts(self.lay.conns)["write"]
@@ -445,7 +476,7 @@ class RegsCycleModel:
         self.log = []                   # (kind, ...) per completed access, for tests
 
     def port_names(self):
-        ins, outs = port_lists(self.parser, self.tx, self.eng, self.pacing)
+        ins, outs = port_lists(self.parser, self.tx, self.eng, self.pacing, self.hint)
         return {"inputs": list(ins), "outputs": list(outs)}
 
     def busy(self):
@@ -471,6 +502,9 @@ class RegsCycleModel:
             out.update({"m_pace__payload": pack(self.pace_lay, self.rf.pace_record()),
                         "m_pace__valid": self.pace_valid,
                         "pace_mtu_wl": v["PACE_MTU_WL"], "pace_line_mbps": v["PACE_LINE_MBPS"]})
+        if self.hint:
+            # MR-REG-075: the hint window's registers on their ports
+            out.update({n: self.rf.value[r] for n, r in HINT_REG_OF.items()})
         return out
 
     def step(self, inputs):

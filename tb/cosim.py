@@ -56,7 +56,8 @@ def _p_bp():
 def _engine_kw(cfg):
     """The engine model's options of the run: the row scheduler (``COSIM_ROWS``), the rate hints
     (``cfg.hints``, MR-ENG-319: the block ``engine_hints``)."""
-    return {"rows": _rows(), **({"hints": True} if cfg.hints is not None else {})}
+    return {"rows": _rows(), **({"hints": True} if cfg.hints is not None else {}),
+            **({"rx_hint": True} if cfg.rx_hint else {})}
 
 
 def _rows():

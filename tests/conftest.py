@@ -22,6 +22,16 @@ settings.load_profile("metaroce")
 # yosys builds, long Amaranth-simulator lockstep runs), run with `-m slow` instead. Each block
 # keeps a shorter lockstep (Amaranth simulator) in the default run.
 BUDGET_SLOW = {
+    # rxhint48: pays for tests/test_rx_hint.py, test_regs_hint.py and test_engine_rx_hint.py's
+    # default tests (2.9 CPU s together): siblings of kept parametrizations (test_engine_model's
+    # [64-1] and [512-0], test_pace_lockstep[bp], test_multipath_...[64]) and the pacing
+    # window's Verilog port list (its lockstep reaches every model port on the RTL), 2.9 CPU s
+    "tests/test_engine_model.py::test_engine_model_endpoint_traffic[128-2]",
+    "tests/test_engine_model.py::test_engine_model_endpoint_traffic[512-3]",
+    "tests/test_engine_model.py::test_engine_model_line_rate[512-256]",
+    "tests/test_regs_pace.py::test_pace_lockstep[none]",
+    "tests/test_cc.py::test_multipath_takes_no_more_than_single_path[8]",
+    "tests/test_regs_pace.py::test_pace_verilog_ports",
     # live47: pays for test_late_report_after_a_full_ring_of_laps_counts_nothing[guard/live46],
     # test_late_report_counts_below_the_quiet_cap[2/3], test_acknowledged_not_late_empties_the_lost_prefix
     # (0.41 s together) and test_rows_rtl_late_reports' run at the quiet cap of 2 (+0.9 CPU s):

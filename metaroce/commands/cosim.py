@@ -79,6 +79,9 @@ def add_arguments(p):
                         "end to end (the block engine_hints: the peer's MRAH hint into the TX "
                         "half's hinted windows), each engine's ACKs carrying MBPS (its host's "
                         "receive rate; 0: no limit), the endpoint's hint pushes on (MR-ENG-319)")
+    p.add_argument("--rx-hint", action="store_true", dest="rx_hint",
+                   help="with --hints: each engine computes its own hint (the block engine_rx_hint: "
+                        "its senders counted, MR-CC-005's share of the link; MR-ENG-341); MBPS unused")
     p.add_argument("--mac", choices=("cut-through", "store-and-forward"), default="cut-through",
                    help="the engine's MAC streams a frame as it crosses the wire, both ways "
                         "(default), or store and forward (the earlier harness): a frame sent is "
@@ -126,7 +129,7 @@ def run_rtl(cfg, *, lockstep=False, log_dir=None, direction="rx", endpoint_direc
     if cfg.hints is not None:
         if block != "engine" or rows:
             raise ValueError("hints is a whole engine's option (peer, pair or endpoint), not with rows")
-        block = "engine_hints"          # MR-ENG-319
+        block = "engine_rx_hint" if cfg.rx_hint else "engine_hints"        # MR-ENG-319, MR-ENG-341
     blk = blocks.get(block)
     pair = direction in ("pair", "endpoint")
     b = tb_build.pair_build(blk, cfg.width) if pair else tb_build.build(blk, cfg.width)
@@ -182,6 +185,8 @@ def run(args):
         raise CliError("--hints runs whole engines with the rate hints: only with --peer rtl or endpoint")
     if args.hints is not None and not 0 <= args.hints < 1 << 19:
         raise CliError("--hints must be in 0..524287 (Mb/s)")
+    if args.rx_hint and args.hints is None:
+        raise CliError("--rx-hint needs --hints")
     if args.back is not None and not 0 <= args.back <= (1 << 30):
         raise CliError("--back must be in 0..1073741824")
     whole = peer or endpoint                    # the whole engine: its TX half's MTU and connections
@@ -196,6 +201,7 @@ def run(args):
                           **({"n_writes": args.n_writes} if args.n_writes is not None else {}),
                           **({"init_psn": args.init_psn} if args.init_psn is not None else {}),
                           **({"hints": args.hints} if args.hints is not None else {}),
+                          **({"rx_hint": True} if args.rx_hint else {}),
                           "mac_cut_through": args.mac == "cut-through",
                           "width": args.width,
                           "nbytes": args.nbytes, "loss": args.loss, "seed": args.seed,
