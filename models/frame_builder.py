@@ -26,7 +26,7 @@ from .icrc import icrc_bytes
 from .wire import Op
 
 __all__ = ["DESC_LAYOUT", "DESC_FIELDS", "EXT_HEADERS", "MAX_PAYLOAD", "HDR_MAX", "HDR_STAGES",
-           "ICRC_STAGES", "PAYLOAD_LAYOUT", "payload_layout", "pack_desc", "unpack_desc",
+           "ICRC_STAGES", "DESC_RING", "PAYLOAD_LAYOUT", "payload_layout", "pack_desc", "unpack_desc",
            "desc_of_frame", "frame_of_desc", "expected_bytes", "header_len", "FrameBuilderModel",
            "INPUTS", "OUTPUTS", "ext_seq", "builder_bytes", "REC_DEPTH",
            "frame_beats_max", "out_fifo_depth", "ck_stages"]
@@ -203,6 +203,10 @@ HDR_MAX = (wire.ETH_HLEN + wire.VLAN_HLEN + wire.IPV6_HLEN + wire.UDP_HLEN + wir
            + max(sum(wire.HEADER_LEN[h] for h in hs) for hs in wire.HEADERS.values()))
 #: MR-TXF-041: descriptor pipeline stages (A, then the arithmetic, then G).
 HDR_STAGES = 6
+#: MR-TXF-070: slots of the descriptor ring (the whole descriptor from A's load to G's): at least
+#: the HDR_STAGES - 1 descriptors stages A..E hold, so a slot is written again at the earliest as
+#: G reads it.
+DESC_RING = HDR_STAGES
 #: MR-TXF-043: stages from the merge register M to the ICRC insertion (D1..D4).
 ICRC_STAGES = 4
 
