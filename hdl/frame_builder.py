@@ -15,8 +15,10 @@ m_axis         out   AXI4-Stream frames to the MAC (tdata, tkeep, tvalid, tready
                      tuser = 0), Ethernet header to ICRC, no FCS
 ============== ===== =====================================================================
 
-Pipeline (MR-TXF-040..045): the descriptor goes through six registers A..G (lengths, beat
-counts and the IPv4 header checksum, one narrow adder per stage); the frame register F packs
+Pipeline (MR-TXF-040..045): the descriptor goes through six stages A..G (lengths, beat
+counts and the IPv4 header checksum, one narrow adder per stage), each carrying only the fields
+it reads, the whole descriptor in a LUT-RAM ring from A's load to G's (MR-TXF-069/070); the
+frame register F packs
 G's fields into the header bytes (generated from the header table, MR-TXF-020) with the
 frame class's ICRC masks (one keep and one ones bit per nibble); the merge stage M takes header
 lanes from F and payload lanes from the payload beat rotated by the header length mod the beat
@@ -35,16 +37,16 @@ from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..models import wire
-from ..models.frame_builder import (DESC_LAYOUT, DESC_RING, HDR_MAX, HDR_STAGES, ICRC_STAGES,
-                                    PAYLOAD_BITS, REC_DEPTH, ext_seq, out_fifo_depth,
-                                    payload_layout)
+from ..models.frame_builder import (DESC_FIELDS, DESC_LAYOUT, DESC_RING, HDR_MAX, HDR_STAGES,
+                                    ICRC_STAGES, PAYLOAD_BITS, REC_DEPTH, check_desc_fields, ext_seq,
+                                    out_fifo_depth, payload_layout)
 from ..models.headers import TABLE as _H
 from . import icrc as icrc_hw
 from .parser import axis_signature
 from .queue import BufferedQueue
 
 __all__ = ["FrameBuilder", "unadvance_matrices", "pack_header", "icrc_start_mod4",
-           "DESC_A_FIELDS", "DESC_A_LAYOUT"]
+           "DESC_A_FIELDS", "DESC_A_LAYOUT", "ring_fields"]
 
 #: MR-TXF-069: stage A's fields besides the class, those stage B reads (the opcode table, the
 #: rounded length and beats, the IPv4 checksum's pairs: the addresses' low 32 bits); (name, bits
@@ -53,6 +55,24 @@ DESC_A_FIELDS = (("payload_len", PAYLOAD_BITS),
                  ("bth_opcode", 8), ("ip_dscp", 6), ("ip_ecn", 2), ("ip_ttl", 8), ("ip_ident", 16),
                  ("ip_src", 32), ("ip_dst", 32))
 DESC_A_LAYOUT = data.StructLayout(dict(DESC_A_FIELDS))
+#: MR-TX-466: the fields only the IPv6 or VLAN classes' headers read
+_V6_VLAN_ONLY = ("vlan_pcp", "vlan_dei", "vlan_vlan", "ip_flow_label")
+
+
+def ring_fields(desc_fields=None, ipv4_only=False):
+    """MR-TXF-070, MR-TXF-072: the descriptor ring's columns, (name, bits kept from the field):
+    the fields in ``desc_fields`` (every field for None) but the class (carried by the
+    stages); with ``ipv4_only`` not the fields only IPv6 or VLAN headers read, and of the
+    addresses their low 32 bits."""
+    names = check_desc_fields(desc_fields)
+    out = []
+    for n, w in DESC_FIELDS:
+        if n in ("vlan_en", "ipv6") or names is not None and n not in names:
+            continue
+        if ipv4_only and n in _V6_VLAN_ONLY:
+            continue
+        out.append((n, 32 if ipv4_only and n in ("ip_src", "ip_dst") else w))
+    return tuple(out)
 
 
 # ------------------------------------------------------------------ ICRC arithmetic (MR-TXF-031)
@@ -163,7 +183,7 @@ T0 = -E4 % 4
 class FrameBuilder(wiring.Component):
     """The TX frame builder (docs/spec/hw-tx-frame.md)."""
 
-    def __init__(self, width=512, *, ipv4_only=False, prerotated=False):
+    def __init__(self, width=512, *, ipv4_only=False, prerotated=False, desc_fields=None):
         if width not in (64, 128, 256, 512):
             self._MustUse__silence = True   # a rejected design is not an unused one
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
@@ -173,6 +193,12 @@ class FrameBuilder(wiring.Component):
         # MR-TX-482: payload beats rotated up by the frame's header length mod the beat (the
         # TX's DMA rotates them, MR-TX-480): no rotator here
         self.prerotated = bool(prerotated)
+        # MR-TXF-072: the descriptor fields the user drives; every other one taken as 0
+        try:
+            self.desc_fields = check_desc_fields(desc_fields)
+        except ValueError:
+            self._MustUse__silence = True
+            raise
         super().__init__({
             "s_desc": In(stream.Signature(DESC_LAYOUT)),
             "s_payload": In(stream.Signature(payload_layout(width))),
@@ -207,7 +233,9 @@ class FrameBuilder(wiring.Component):
         # MR-TXF-069: stage A holds only the fields B reads, B and C the class and the payload
         # length, D and E the class; the whole descriptor waits in the ring (LUT RAM, written
         # as A takes it, read in order as E moves into G) and G holds it for the packing.
-        sd = self.s_desc.payload
+        given = self.desc_fields
+        sd = data.View(DESC_LAYOUT, Cat(*[Const(0, w) if given is not None and n not in given
+                                          else self.s_desc.payload[n] for n, w in DESC_FIELDS]))
         a = Signal(DESC_A_LAYOUT, name="h0_a")
         cls = [Signal(2, name=f"h{i}_cls") for i in range(S)]       # Cat(vlan_en, ipv6)
         plen = [Signal(len(sd.payload_len), name=f"h{i}_plen") for i in range(3)]
@@ -228,22 +256,29 @@ class FrameBuilder(wiring.Component):
         # written again at the earliest as its descriptor moves into G. Read combinationally,
         # so that the memory policy (MR-FLOW-026) leaves it in LUT RAM; G is the read's register.
         slots = DESC_RING
-        m.submodules.desc_ring = ring = memory.Memory(shape=DESC_LAYOUT, depth=slots, init=[])
+        cols = ring_fields(given, self.ipv4_only)
+        ring_lay = data.StructLayout(dict(cols))
+        m.submodules.desc_ring = ring = memory.Memory(shape=ring_lay, depth=slots, init=[])
         ring_w = ring.write_port()
         ring_r = ring.read_port(domain="comb")
         wr_ptr = Signal(range(slots), name="ring_wr")
         rd_ptr = Signal(range(slots), name="ring_rd")
         ring_put = take[0] & self.s_desc.valid
         ring_get = take[S - 1] & valid[S - 2]
-        m.d.comb += [ring_w.addr.eq(wr_ptr), ring_w.en.eq(ring_put), ring_w.data.eq(sd),
+        m.d.comb += [ring_w.addr.eq(wr_ptr), ring_w.en.eq(ring_put),
+                     ring_w.data.eq(Cat(*[sd[n][:w] for n, w in cols])),
                      ring_r.addr.eq(rd_ptr)]
         with m.If(ring_put):
             m.d.sync += wr_ptr.eq(Mux(wr_ptr == slots - 1, 0, wr_ptr + 1))
         with m.If(ring_get):
             m.d.sync += rd_ptr.eq(Mux(rd_ptr == slots - 1, 0, rd_ptr + 1))
-        gd = Signal(DESC_LAYOUT, name="h5_desc")
+        g_ring = Signal(ring_lay, name="h5_desc")
         with m.If(take[S - 1]):
-            m.d.sync += gd.eq(ring_r.data)
+            m.d.sync += g_ring.eq(ring_r.data)
+        # G's descriptor as the packing reads it: the ring's columns, 0 elsewhere
+        kept = dict(cols)
+        gd = data.View(DESC_LAYOUT, Cat(*[Const(0, w) if n not in kept else
+                                          Cat(g_ring[n], Const(0, w - kept[n])) for n, w in DESC_FIELDS]))
 
         def stage_reg(i, name, width, value):
             """A register of stage i loaded with ``value`` (computed from stage i-1)."""

@@ -317,7 +317,7 @@ def test_block_registered():
 @pytest.mark.parametrize("width", [64, pytest.param(128, marks=pytest.mark.slow),
                                    pytest.param(256, marks=pytest.mark.slow), 512])
 def test_rtl_lockstep(width):
-    """MR-TXF-040..046, MR-TXF-050, MR-TXF-022, MR-TXF-060..064, MR-TX-436..439: the RTL in
+    """MR-TXF-040..046, MR-TXF-050, MR-TXF-022, MR-TXF-060..064, MR-TX-436..439, MR-TXF-069, MR-TXF-070: the RTL in
     lockstep with the model (every output, every cycle), idle cycles and backpressure; every
     frame the codec's, IPv6 UDP checksums included."""
     cases = (fc.endpoint_ops_cases(width) + fc.opcode_cases(width)
@@ -633,3 +633,47 @@ def test_rtl_ipv4_only_against_full_model_fails():
     mismatches on the same descriptors."""
     with pytest.raises(Mismatch):
         _ipv4_only_run(model_ipv4_only=False)
+
+
+#: MR-TXF-072: a user's fields: the TX's without ``ip_ident`` and most extension headers (the
+#: builder takes the class, the identification and the rest as 0)
+GIVEN = ("eth_dst", "eth_src", "ip_dscp", "ip_ecn", "ip_ttl", "ip_src", "ip_dst", "udp_sport",
+         "udp_dport", "bth_opcode", "bth_psn", "bth_dest_qp", "bth_ack_req", "bth_pkey",
+         "reth_va", "reth_rkey", "reth_dma_len", "mrdh_msg", "mrdh_offset", "payload_len")
+
+
+def _desc_fields_run(model_given=True):
+    """MR-TXF-072: ``FrameBuilder(64, desc_fields=GIVEN)`` in lockstep with the model (with or
+    without ``desc_fields``) on random descriptors, every field set, idle cycles and
+    backpressure."""
+    cases = fc.random_cases(24, seed=9, max_payload=200)
+    drv = fc.Driver(64, cases, seed=9, p_idle=0.3, p_bp=0.4)
+    model = FrameBuilderModel(64, desc_fields=GIVEN if model_given else None)
+    core = run_amaranth(FrameBuilder(64, desc_fields=GIVEN), model, drv, busy=model.busy)
+    return cases, core, drv.res
+
+
+@pytest.mark.slow
+def test_rtl_desc_fields():
+    """MR-TXF-072: with ``desc_fields`` the RTL and the model take every other field as 0: 0
+    mismatches, and every frame the codec's bytes of its descriptor with those fields 0."""
+    cases, core, res = _desc_fields_run()
+    assert core.mismatches == 0
+    fc.check([fc.Case({n: v if n in GIVEN else 0 for n, v in c.desc.items()}, c.payload, c.name)
+              for c in cases], res, 64)
+
+
+@pytest.mark.slow
+def test_rtl_desc_fields_against_full_model_fails():
+    """MR-TXF-072 (negative control): the RTL with ``desc_fields`` against the model of every
+    field mismatches on the same descriptors."""
+    with pytest.raises(Mismatch):
+        _desc_fields_run(model_given=False)
+
+
+def test_desc_fields_checked():
+    """MR-TXF-072: a name that is not a descriptor field is refused by the RTL and the model."""
+    with pytest.raises(ValueError, match="not descriptor fields"):
+        FrameBuilder(64, desc_fields=("eth_dst", "ip_source"))
+    with pytest.raises(ValueError, match="not descriptor fields"):
+        FrameBuilderModel(64, desc_fields=("bth_op",))
