@@ -11,7 +11,9 @@ wirelength, router2's overused wires per iteration, and ``ecp5_congestion.py``'s
     nice -n 10 .venv/bin/python docs/hw/probes/tx_route_48.py OUT [--device 25k] [--iters 30]
 
 OUT outside /tmp (yowasp's tools misbehave there; ``~/.cache/metaroce/runs/...`` works).
-``--synth-only``: the packed counts and the flip-flops only."""
+``--synth-only``: the packed counts and the flip-flops only. The route from ``placed.json``
+stopped at once (a Wasm exception, no message) on fbdesc48's after netlist; one nextpnr run from
+``OUT/mapped.json`` without ``--no-route`` gives the same placement and routes it."""
 import argparse
 import collections
 import importlib.util
