@@ -15,8 +15,10 @@ m_axis         out   AXI4-Stream frames to the MAC (tdata, tkeep, tvalid, tready
                      tuser = 0), Ethernet header to ICRC, no FCS
 ============== ===== =====================================================================
 
-Pipeline (MR-TXF-040..045): the descriptor goes through six registers A..G (lengths, beat
-counts and the IPv4 header checksum, one narrow adder per stage); the frame register F packs
+Pipeline (MR-TXF-040..045): the descriptor goes through six stages A..G (lengths, beat
+counts and the IPv4 header checksum, one narrow adder per stage), each carrying only the fields
+it reads, the whole descriptor in a LUT-RAM ring from A's load to G's (MR-TXF-069/070); the
+frame register F packs
 G's fields into the header bytes (generated from the header table, MR-TXF-020) with the
 frame class's ICRC masks (one keep and one ones bit per nibble); the merge stage M takes header
 lanes from F and payload lanes from the payload beat rotated by the header length mod the beat
@@ -31,18 +33,46 @@ through); a two-entry skid buffer drives ``m_axis`` from registers.
 Golden model: :class:`metaroce.models.frame_builder.FrameBuilderModel`, cycle by cycle.
 """
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
-from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..models import wire
-from ..models.frame_builder import (DESC_LAYOUT, HDR_MAX, HDR_STAGES, ICRC_STAGES, REC_DEPTH,
-                                    ext_seq, out_fifo_depth, payload_layout)
+from ..models.frame_builder import (DESC_FIELDS, DESC_LAYOUT, DESC_RING, HDR_MAX, HDR_STAGES,
+                                    ICRC_STAGES, PAYLOAD_BITS, REC_DEPTH, check_desc_fields, ext_seq,
+                                    out_fifo_depth, payload_layout)
 from ..models.headers import TABLE as _H
 from . import icrc as icrc_hw
 from .parser import axis_signature
 from .queue import BufferedQueue
 
-__all__ = ["FrameBuilder", "unadvance_matrices", "pack_header", "icrc_start_mod4"]
+__all__ = ["FrameBuilder", "unadvance_matrices", "pack_header", "icrc_start_mod4",
+           "DESC_A_FIELDS", "DESC_A_LAYOUT", "ring_fields"]
+
+#: MR-TXF-069: stage A's fields besides the class, those stage B reads (the opcode table, the
+#: rounded length and beats, the IPv4 checksum's pairs: the addresses' low 32 bits); (name, bits
+#: kept from the descriptor's field).
+DESC_A_FIELDS = (("payload_len", PAYLOAD_BITS),
+                 ("bth_opcode", 8), ("ip_dscp", 6), ("ip_ecn", 2), ("ip_ttl", 8), ("ip_ident", 16),
+                 ("ip_src", 32), ("ip_dst", 32))
+DESC_A_LAYOUT = data.StructLayout(dict(DESC_A_FIELDS))
+#: MR-TX-466: the fields only the IPv6 or VLAN classes' headers read
+_V6_VLAN_ONLY = ("vlan_pcp", "vlan_dei", "vlan_vlan", "ip_flow_label")
+
+
+def ring_fields(desc_fields=None, ipv4_only=False):
+    """MR-TXF-070, MR-TXF-072: the descriptor ring's columns, (name, bits kept from the field):
+    the fields in ``desc_fields`` (every field for None) but the class (carried by the
+    stages); with ``ipv4_only`` not the fields only IPv6 or VLAN headers read, and of the
+    addresses their low 32 bits."""
+    names = check_desc_fields(desc_fields)
+    out = []
+    for n, w in DESC_FIELDS:
+        if n in ("vlan_en", "ipv6") or names is not None and n not in names:
+            continue
+        if ipv4_only and n in _V6_VLAN_ONLY:
+            continue
+        out.append((n, 32 if ipv4_only and n in ("ip_src", "ip_dst") else w))
+    return tuple(out)
 
 
 # ------------------------------------------------------------------ ICRC arithmetic (MR-TXF-031)
@@ -153,7 +183,7 @@ T0 = -E4 % 4
 class FrameBuilder(wiring.Component):
     """The TX frame builder (docs/spec/hw-tx-frame.md)."""
 
-    def __init__(self, width=512, *, ipv4_only=False, prerotated=False):
+    def __init__(self, width=512, *, ipv4_only=False, prerotated=False, desc_fields=None):
         if width not in (64, 128, 256, 512):
             self._MustUse__silence = True   # a rejected design is not an unused one
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
@@ -163,6 +193,12 @@ class FrameBuilder(wiring.Component):
         # MR-TX-482: payload beats rotated up by the frame's header length mod the beat (the
         # TX's DMA rotates them, MR-TX-480): no rotator here
         self.prerotated = bool(prerotated)
+        # MR-TXF-072: the descriptor fields the user drives; every other one taken as 0
+        try:
+            self.desc_fields = check_desc_fields(desc_fields)
+        except ValueError:
+            self._MustUse__silence = True
+            raise
         super().__init__({
             "s_desc": In(stream.Signature(DESC_LAYOUT)),
             "s_payload": In(stream.Signature(payload_layout(width))),
@@ -181,10 +217,9 @@ class FrameBuilder(wiring.Component):
         # G is empty (its ready depends on registers only); G empties into the frame register.
         S = HDR_STAGES
         valid = [Signal(name=f"h{i}_valid") for i in range(S)]
-        desc = [Signal(DESC_LAYOUT, name=f"h{i}_desc") for i in range(S)]
         # take[i] = "some stage from i to G is empty", kept as a register computed from the
-        # stages' next valid bits: it enables about 2,000 flip-flops per stage, so it comes
-        # straight from a flip-flop rather than through a chain of the valid bits.
+        # stages' next valid bits: it enables every stage's registers, so it comes straight
+        # from a flip-flop rather than through a chain of the valid bits.
         take = [Signal(name=f"h{i}_take", init=1) for i in range(S)]
         valid_next = [Signal(name=f"h{i}_valid_next") for i in range(S)]
         go_g = Signal()
@@ -195,15 +230,55 @@ class FrameBuilder(wiring.Component):
             m.d.comb += valid_next[i].eq(Mux(take[i], prev_v, hold))
             m.d.sync += [valid[i].eq(valid_next[i]),
                          take[i].eq(Cat(*[~v for v in valid_next[i:]]).any())]
+        # MR-TXF-069: stage A holds only the fields B reads, B and C the class and the payload
+        # length, D and E the class; the whole descriptor waits in the ring (LUT RAM, written
+        # as A takes it, read in order as E moves into G) and G holds it for the packing.
+        given = self.desc_fields
+        sd = data.View(DESC_LAYOUT, Cat(*[Const(0, w) if given is not None and n not in given
+                                          else self.s_desc.payload[n] for n, w in DESC_FIELDS]))
+        a = Signal(DESC_A_LAYOUT, name="h0_a")
+        cls = [Signal(2, name=f"h{i}_cls") for i in range(S)]       # Cat(vlan_en, ipv6)
+        plen = [Signal(len(sd.payload_len), name=f"h{i}_plen") for i in range(3)]
         with m.If(take[0]):
-            m.d.sync += desc[0].eq(self.s_desc.payload)
+            m.d.sync += [a.eq(Cat(*[sd[n][:w] for n, w in DESC_A_FIELDS])),
+                         cls[0].eq(Cat(sd.vlan_en, sd.ipv6))]
             if self.ipv4_only:
                 # MR-TX-466: the class a constant (flip-flops of constant 0: Yosys folds the
                 # class's muxes, masks and the IPv6 checksum pipeline away)
-                m.d.sync += [desc[0].vlan_en.eq(0), desc[0].ipv6.eq(0)]
+                m.d.sync += cls[0].eq(0)
+        m.d.comb += plen[0].eq(a.payload_len)
         for i in range(1, S):
             with m.If(take[i]):
-                m.d.sync += desc[i].eq(desc[i - 1])
+                m.d.sync += cls[i].eq(cls[i - 1])
+                if i < 3:
+                    m.d.sync += plen[i].eq(plen[i - 1])
+        # MR-TXF-070: DESC_RING slots, at least the descriptors A..E hold (5), so a slot is
+        # written again at the earliest as its descriptor moves into G. Read combinationally,
+        # so that the memory policy (MR-FLOW-026) leaves it in LUT RAM; G is the read's register.
+        slots = DESC_RING
+        cols = ring_fields(given, self.ipv4_only)
+        ring_lay = data.StructLayout(dict(cols))
+        m.submodules.desc_ring = ring = memory.Memory(shape=ring_lay, depth=slots, init=[])
+        ring_w = ring.write_port()
+        ring_r = ring.read_port(domain="comb")
+        wr_ptr = Signal(range(slots), name="ring_wr")
+        rd_ptr = Signal(range(slots), name="ring_rd")
+        ring_put = take[0] & self.s_desc.valid
+        ring_get = take[S - 1] & valid[S - 2]
+        m.d.comb += [ring_w.addr.eq(wr_ptr), ring_w.en.eq(ring_put),
+                     ring_w.data.eq(Cat(*[sd[n][:w] for n, w in cols])),
+                     ring_r.addr.eq(rd_ptr)]
+        with m.If(ring_put):
+            m.d.sync += wr_ptr.eq(Mux(wr_ptr == slots - 1, 0, wr_ptr + 1))
+        with m.If(ring_get):
+            m.d.sync += rd_ptr.eq(Mux(rd_ptr == slots - 1, 0, rd_ptr + 1))
+        g_ring = Signal(ring_lay, name="h5_desc")
+        with m.If(take[S - 1]):
+            m.d.sync += g_ring.eq(ring_r.data)
+        # G's descriptor as the packing reads it: the ring's columns, 0 elsewhere
+        kept = dict(cols)
+        gd = data.View(DESC_LAYOUT, Cat(*[Const(0, w) if n not in kept else
+                                          Cat(g_ring[n], Const(0, w - kept[n])) for n, w in DESC_FIELDS]))
 
         def stage_reg(i, name, width, value):
             """A register of stage i loaded with ``value`` (computed from stage i-1)."""
@@ -213,7 +288,6 @@ class FrameBuilder(wiring.Component):
             return r
 
         # ---- B: opcode table, rounded payload length, payload beats, checksum pairs
-        a = desc[0]
         P = a.payload_len
         nk = len(SEQS)
         kind = Signal(nk)
@@ -249,23 +323,21 @@ class FrameBuilder(wiring.Component):
         b_lo = [stage_reg(1, f"lo{j}", 9, v) for j, v in enumerate(lo)]
 
         # ---- C: UDP length, IPv4 total length, header length, checksum quads
-        bd = desc[1]
         base = Array([Const(wire.ETH_HLEN + wire.VLAN_HLEN * vl + (wire.IPV6_HLEN if v6 else wire.IPV4_HLEN)
                             + wire.UDP_HLEN + wire.BTH_LEN, 8)
                       for v6 in (0, 1) for vl in (0, 1)])
         c_udp = stage_reg(2, "udp_len", 16, b_pr + b_ext24)
         c_tot = stage_reg(2, "ip_total", 16, b_pr + b_ext44)
-        c_h = stage_reg(2, "hlen", 8, base[Cat(bd.vlan_en, bd.ipv6)] + b_ext)
+        c_h = stage_reg(2, "hlen", 8, base[cls[1]] + b_ext)
         c_npb = stage_reg(2, "npb", 15 - LG, b_npb)
         c_kind = stage_reg(2, "kind", nk, b_kind)
         c_hi = [stage_reg(2, "hi_q0", 10, b_hi[0] + b_hi[1]), stage_reg(2, "hi_q1", 10, b_hi[2] + 0x85)]
         c_lo = [stage_reg(2, "lo_q0", 10, b_lo[0] + b_lo[1]), stage_reg(2, "lo_q1", 10, b_lo[2] + 17)]
 
         # ---- D: frame boundaries (bytes), checksum octets
-        cd = desc[2]
         l3ip = Array([Const(wire.ETH_HLEN + wire.VLAN_HLEN * vl + (wire.IPV6_HLEN if v6 else wire.IPV4_HLEN), 7)
-                      for v6 in (0, 1) for vl in (0, 1)])[Cat(cd.vlan_en, cd.ipv6)]
-        d_pe = stage_reg(3, "pe", 16, c_h + cd.payload_len)
+                      for v6 in (0, 1) for vl in (0, 1)])[cls[2]]
+        d_pe = stage_reg(3, "pe", 16, c_h + plen[2])
         d_l = stage_reg(3, "l", 16, c_udp + l3ip)
         d_lm1 = stage_reg(3, "lm1", 16, c_udp + (l3ip - 1))
         d_e = stage_reg(3, "e", 16, c_udp + (l3ip - wire.ICRC_LEN))
@@ -303,11 +375,10 @@ class FrameBuilder(wiring.Component):
         g_udp = stage_reg(5, "udp_len", 16, e_udp)
         g_tot = stage_reg(5, "ip_total", 16, e_tot)
         g_kind = stage_reg(5, "kind", nk, e_kind)
-        gd = desc[5]
 
         # ---------------------------------------------------------------- header bytes (MR-TXF-020)
         cksum = ~Mux(g_t0[16], g_t1[:16], g_t0[:16])
-        hdr_bytes, crc_keep, crc_ones = self._pack(m, gd, g_udp, g_tot, cksum, g_kind)
+        hdr_bytes, crc_keep, crc_ones = self._pack(m, gd, cls[S - 1], g_udp, g_tot, cksum, g_kind)
         nbytes_hdr = -(-HDR_MAX // NB) * NB
         masks = [udp6_masks(c & 1, c >> 1, nbytes_hdr) for c in range(4)]
 
@@ -420,10 +491,10 @@ class FrameBuilder(wiring.Component):
         patch_sr = class_masks([mk[1] for mk in masks], NB)
         # for tests: the registered terms and the state they stand for (MR-TXF-065)
         self.probe = {"go_np": go_np, "go_p": go_p, "hdr_ld": hdr_ld, "hdr_ce_x": hdr_ce_x, "en": en, "active": active, "need": need,
-                      "last_part": bounds["last"][2]}
+                      "last_part": bounds["last"][2], "a_to_e_valid": Cat(*valid[:S - 1])}
         with m.If(go_g):
-            m.d.sync += [active.eq(1), first.eq(1), f_v6.eq(gd.ipv6),
-                         f_vlan.eq(gd.vlan_en),
+            m.d.sync += [active.eq(1), first.eq(1), f_v6.eq(cls[S - 1][1]),
+                         f_vlan.eq(cls[S - 1][0]),
                          shift.eq(g["h"][:LG]), n_zero.eq(~g["e"][2:LG])]
             m.d.sync += beat2.eq(2)
             for nme, (at, full, part) in bounds.items():
@@ -672,7 +743,7 @@ class FrameBuilder(wiring.Component):
             out.append(b)
         return rd, Cat(*out), head.keep, head.last
 
-    def _pack(self, m, d, udp_len, ip_total, cksum, kind):
+    def _pack(self, m, d, cls, udp_len, ip_total, cksum, kind):
         """(header bytes in network order, ICRC keep and ones masks of each class (ints, class
         ``vlan + 2 ipv6``), one bit per nibble) (MR-TXF-020, MR-TXF-030)."""
         NB = self.width // 8
@@ -725,7 +796,6 @@ class FrameBuilder(wiring.Component):
                 ipb = pack_header("ipv6", ip6) if v6 else pack_header("ipv4", ip4)
                 base = eth + ipb + pack_header("udp", udp) + pack_header("bth", bth)
                 hdr_cls.append((base + ext + [Const(0, 8)] * nbytes)[:nbytes])
-        cls = Cat(d.vlan_en, d.ipv6)
         hdr = [Array([hdr_cls[c][i] for c in range(4)])[cls] for i in range(nbytes)]
         keep, ones = [], []
         for c in range(4):

@@ -57,7 +57,7 @@ from ..models import protocol as P
 from ..models import records
 from ..models import retransmit as rtx_model
 from ..models.frame_builder import DESC_LAYOUT
-from ..models.tx import (ACK_ONLY_DESC_FIELDS, ERR_DEPTH, KIND_DEPTH, MRDH_VERSION, SHARED_DESC_FIELDS,
+from ..models.tx import (ACK_ONLY_DESC_FIELDS, builder_fields, ERR_DEPTH, KIND_DEPTH, MRDH_VERSION, SHARED_DESC_FIELDS,
                          SMALL, SRC_LAYOUT, TX_CTR, TX_CTR_BASE, check_hint_options,
                          check_control_options,
                          check_tx_options, header_lane, id_depth, layouts)
@@ -296,7 +296,9 @@ class TxData(wiring.Component):
                                          outstanding=self.outstanding, id_width=self.id_width,
                                          rotate=True)
         # MR-TX-467: IPv4 frames without VLAN only (the join's and AckOut's descriptors)
-        m.submodules.fb = fb = FrameBuilder(self.width, ipv4_only=True, prerotated=True)
+        # MR-TX-508: given only the fields the join and AckOut drive (the others 0, MR-TXF-072)
+        m.submodules.fb = fb = FrameBuilder(self.width, ipv4_only=True, prerotated=True,
+                                            desc_fields=builder_fields(self.lay, self.ack_desc))
         wiring.connect(m, flipped(self.s_frame), join.s_frame)
         wiring.connect(m, flipped(self.s_cfg), join.s_cfg)
         wiring.connect(m, join.m_cmd, dma.s_cmd)

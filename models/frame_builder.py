@@ -26,8 +26,8 @@ from .icrc import icrc_bytes
 from .wire import Op
 
 __all__ = ["DESC_LAYOUT", "DESC_FIELDS", "EXT_HEADERS", "MAX_PAYLOAD", "HDR_MAX", "HDR_STAGES",
-           "ICRC_STAGES", "PAYLOAD_LAYOUT", "payload_layout", "pack_desc", "unpack_desc",
-           "desc_of_frame", "frame_of_desc", "expected_bytes", "header_len", "FrameBuilderModel",
+           "ICRC_STAGES", "DESC_RING", "PAYLOAD_LAYOUT", "payload_layout", "pack_desc", "unpack_desc",
+           "desc_of_frame", "frame_of_desc", "check_desc_fields", "expected_bytes", "header_len", "FrameBuilderModel",
            "INPUTS", "OUTPUTS", "ext_seq", "builder_bytes", "REC_DEPTH",
            "frame_beats_max", "out_fifo_depth", "ck_stages"]
 
@@ -64,6 +64,18 @@ for _n, _w in DESC_FIELDS:
     _OFFS[_n] = (_o, _w)
     _o += _w
 DESC_BITS = _o
+
+
+def check_desc_fields(names):
+    """MR-TXF-072: a builder's ``desc_fields`` as a frozenset of descriptor field names (None:
+    every field); ValueError for a name that is not a descriptor field."""
+    if names is None:
+        return None
+    names = frozenset(names)
+    bad = sorted(names - set(_OFFS))
+    if bad:
+        raise ValueError(f"not descriptor fields: {bad}")
+    return names
 
 
 def payload_layout(width):
@@ -203,6 +215,10 @@ HDR_MAX = (wire.ETH_HLEN + wire.VLAN_HLEN + wire.IPV6_HLEN + wire.UDP_HLEN + wir
            + max(sum(wire.HEADER_LEN[h] for h in hs) for hs in wire.HEADERS.values()))
 #: MR-TXF-041: descriptor pipeline stages (A, then the arithmetic, then G).
 HDR_STAGES = 6
+#: MR-TXF-070: slots of the descriptor ring (the whole descriptor from A's load to G's): at least
+#: the HDR_STAGES - 1 descriptors stages A..E hold, so a slot is written again at the earliest as
+#: G reads it.
+DESC_RING = HDR_STAGES
 #: MR-TXF-043: stages from the merge register M to the ICRC insertion (D1..D4).
 ICRC_STAGES = 4
 
@@ -272,13 +288,15 @@ class _Job:
 class FrameBuilderModel:
     """Cycle model of :class:`metaroce.hdl.frame_builder.FrameBuilder` (MR-TXF-040..046)."""
 
-    def __init__(self, width=512, *, ipv4_only=False, prerotated=False):
+    def __init__(self, width=512, *, ipv4_only=False, prerotated=False, desc_fields=None):
         if width not in (64, 128, 256, 512):
             raise ValueError(f"width must be 64, 128, 256 or 512, not {width!r}")
         self.width = width
         self.nb = width // 8
         # MR-TX-466: every descriptor taken as IPv4 without VLAN (its vlan_en and ipv6 as 0)
         self.ipv4_only = bool(ipv4_only)
+        # MR-TXF-072: the fields the user drives; every other one taken as 0
+        self.desc_fields = check_desc_fields(desc_fields)
         # MR-TX-482: each payload beat comes rotated up by its frame's header length mod nb
         self.prerotated = bool(prerotated)
         self.hp = [None] * HDR_STAGES          # descriptor pipeline: A ... G (None = empty)
@@ -414,6 +432,8 @@ class FrameBuilderModel:
             new[0] = None
             if g("s_desc__valid", 0):
                 d = unpack_desc(g("s_desc__payload", 0))
+                if self.desc_fields is not None:
+                    d = {n: v if n in self.desc_fields else 0 for n, v in d.items()}
                 if self.ipv4_only:
                     d.update(vlan_en=0, ipv6=0)
                 new[0] = _Job(d, nb)

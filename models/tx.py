@@ -51,7 +51,7 @@ from . import wire
 __all__ = ["TxLayouts", "layouts", "TMPL_FIELDS", "template_of", "desc_of", "cmd_of",
            "TxJoinModel", "TxDataCycleModel", "TxCycleModel", "tx_model_small", "SMALL",
            "INPUTS", "OUTPUTS", "DATA_INPUTS", "DATA_OUTPUTS", "MRDH_VERSION", "ERR_DEPTH",
-           "id_depth", "slot_of", "KIND_DEPTH", "SHARED_DESC_FIELDS", "ACK_ONLY_DESC_FIELDS", "one_builder_desc", "ACK_DESC_INPUTS", "ACK_DESC_OUTPUTS", "RD_INPUTS", "RD_OUTPUTS", "TX_CTR", "TX_CTR_BASE", "SRC_LAYOUT", "is_atomic_frame",
+           "id_depth", "slot_of", "KIND_DEPTH", "SHARED_DESC_FIELDS", "ACK_ONLY_DESC_FIELDS", "builder_fields", "one_builder_desc", "ACK_DESC_INPUTS", "ACK_DESC_OUTPUTS", "RD_INPUTS", "RD_OUTPUTS", "TX_CTR", "TX_CTR_BASE", "SRC_LAYOUT", "is_atomic_frame",
            "src_of", "inline_beats", "path_record", "tx_model_verdicts_small", "HINT_INPUTS",
            "HINT_OUTPUTS", "tx_model_hints_small", "header_lane", "CONTROL_INPUTS",
            "check_control_options", "tx_model_control_small"]
@@ -292,9 +292,27 @@ def desc_of(fr, t, paths):
          "udp_dport": wire.ROCE_PORT,
          "bth_pkey": t["pkey"], "bth_dest_qp": t["dest_qp"], "mrdh_version": MRDH_VERSION}
     for k, v in fr.items():
-        if k not in ("conn", "laddr", "slot", "lap", "swap", "compare", "gen"):
+        if k not in _NOT_DESC:
             d[k] = v
     return d
+
+
+#: MR-TX-508: the frame request's fields that are not descriptor fields (desc_of)
+_NOT_DESC = ("conn", "laddr", "slot", "lap", "swap", "compare", "gen")
+#: MR-TX-508: the descriptor fields desc_of takes from the template or sets to a constant
+_TEMPLATE_DESC_FIELDS = ("eth_dst", "eth_src", "ip_dscp", "ip_ecn", "ip_ttl", "ip_src", "ip_dst",
+                         "udp_sport", "udp_dport", "bth_pkey", "bth_dest_qp", "mrdh_version")
+
+
+def builder_fields(lay, ack_desc=False):
+    """MR-TX-508: the descriptor fields the TX gives its frame builder (the builder's
+    ``desc_fields``, MR-TXF-072; it takes every other field as 0): those desc_of sets (the
+    template's and constants', the frame request's), and with ``ack_desc`` the ACK
+    descriptor's (SHARED_DESC_FIELDS, ACK_ONLY_DESC_FIELDS); in the descriptor's order."""
+    names = set(_TEMPLATE_DESC_FIELDS) | {n for n, _ in lay.sched.frame if n not in _NOT_DESC}
+    if ack_desc:
+        names |= set(SHARED_DESC_FIELDS) | set(ACK_ONLY_DESC_FIELDS)
+    return tuple(n for n, _ in DESC_LAYOUT if n in names)
 
 
 class TxJoinModel:
@@ -392,7 +410,9 @@ class TxDataCycleModel:
         self.join = TxJoinModel(self.lay, outstanding)
         # MR-TX-483: the payload rotated once, in the DMA, to the builder's lane
         self.dma = DmaReadCycleModel(width, conns, outstanding=outstanding, rotate=True)
-        self.fb = FrameBuilderModel(width, ipv4_only=True, prerotated=True)   # MR-TX-467
+        # MR-TX-467; MR-TX-508: the fields the TX gives it
+        self.fb = FrameBuilderModel(width, ipv4_only=True, prerotated=True,
+                                    desc_fields=builder_fields(self.lay, ack_desc))
         self.errq = SyncFifoModel(ERR_DEPTH)
         self.debt = 0
         self.dma_errors = 0

@@ -16,8 +16,8 @@ from metaroce.hdl import icrc as icrc_hw
 from metaroce.hdl.frame_builder import E4, T0, FrameBuilder, icrc_start_mod4, pack_header, unadvance_matrices
 from metaroce.models import codec, wire
 from metaroce.models import frame_builder_cases as fc
-from metaroce.models.frame_builder import (DESC_FIELDS, FrameBuilderModel, builder_bytes, ck_stages, desc_of_frame,
-                                           expected_bytes, frame_of_desc, pack_desc, unpack_desc)
+from metaroce.models.frame_builder import (DESC_FIELDS, HDR_STAGES, FrameBuilderModel, builder_bytes, ck_stages,
+                                           desc_of_frame, expected_bytes, frame_of_desc, pack_desc, unpack_desc)
 from metaroce.models.headers import TABLE
 from metaroce.models.wire import Op
 from metaroce.tb.lockstep import Mismatch, model_port_lists, run_amaranth, verilog_ports, wrong_form
@@ -317,7 +317,7 @@ def test_block_registered():
 @pytest.mark.parametrize("width", [64, pytest.param(128, marks=pytest.mark.slow),
                                    pytest.param(256, marks=pytest.mark.slow), 512])
 def test_rtl_lockstep(width):
-    """MR-TXF-040..046, MR-TXF-050, MR-TXF-022, MR-TXF-060..064, MR-TX-436..439: the RTL in
+    """MR-TXF-040..046, MR-TXF-050, MR-TXF-022, MR-TXF-060..064, MR-TX-436..439, MR-TXF-069, MR-TXF-070: the RTL in
     lockstep with the model (every output, every cycle), idle cycles and backpressure; every
     frame the codec's, IPv6 UDP checksums included."""
     cases = (fc.endpoint_ops_cases(width) + fc.opcode_cases(width)
@@ -458,7 +458,8 @@ def _hdr_terms_run(run, dut_cls=FrameBuilder, observe=True):
     dut = dut_cls(width)
     model = FrameBuilderModel(width)
     drv = fc.Driver(width, cases, **kw)
-    bad, seen = [], dict.fromkeys(("cycles", "active", "stalled", "beat0_waits", "loads_at_last"), 0)
+    bad, seen = [], dict.fromkeys(("cycles", "active", "stalled", "beat0_waits", "loads_at_last",
+                                   "a_to_e_full"), 0)
 
     async def watch(ctx):
         pr = dut.probe
@@ -476,6 +477,7 @@ def _hdr_terms_run(run, dut_cls=FrameBuilder, observe=True):
             seen["stalled"] += v["active"] & (1 - v["en"])
             seen["beat0_waits"] += v["go_p"] & (1 - pv)
             seen["loads_at_last"] += v["active"] & v["last_part"] & v["en"]
+            seen["a_to_e_full"] += v["a_to_e_valid"] == (1 << (HDR_STAGES - 1)) - 1
     core = run_amaranth(dut, model, drv, busy=model.busy, background=[watch] if observe else [])
     fc.check(cases, drv.res, width)
     return core, bad, seen
@@ -496,6 +498,8 @@ def test_header_register_terms_registered_exact(run):
         assert seen["beat0_waits"] > 10, seen
     else:
         assert seen["stalled"] > 20, seen
+        # MR-TXF-071: stages A..E all full (the descriptor ring's most slots in use)
+        assert seen["a_to_e_full"] > 20, seen
 
 
 # MR-TXF-065's and MR-TX-436's wrong forms, each loaded in place of the RTL by replacing its
@@ -539,6 +543,27 @@ def test_header_register_terms_wrong_forms_fail(wrong):
     cls = wrong_form("frame_builder", old, new).FrameBuilder
     with pytest.raises((Mismatch, AssertionError)):
         _hdr_terms_run(run, cls, observe=False)
+
+
+# MR-TXF-070/071's wrong forms of the descriptor ring, with the run that fills stages A..E: the
+# read pointer moved when E is empty, the read at the write pointer, two slots fewer than A..E hold
+RING_WRONG = {
+    "read_moves_without_e": ("ring_get = take[S - 1] & valid[S - 2]", "ring_get = take[S - 1]"),
+    "read_at_write_pointer": ("ring_r.addr.eq(rd_ptr)]", "ring_r.addr.eq(wr_ptr)]"),
+    "too_few_slots": ("slots = DESC_RING", "slots = HDR_STAGES - 2"),
+}
+
+
+@pytest.mark.parametrize("wrong", [w if w == "read_at_write_pointer" else pytest.param(w, marks=pytest.mark.slow)
+                                   for w in sorted(RING_WRONG)])
+def test_desc_ring_wrong_forms_fail(wrong):
+    """MR-TXF-070, MR-TXF-071 (negative controls): each wrong form of the descriptor ring (its
+    read pointer moved while E is empty, its read at the write pointer, HDR_STAGES - 2 slots),
+    loaded in place of the RTL, fails the lockstep with the model or the frames' check on the
+    run that fills stages A..E (checksum records full, 64 bits)."""
+    cls = wrong_form("frame_builder", *RING_WRONG[wrong]).FrameBuilder
+    with pytest.raises((Mismatch, AssertionError)):
+        _hdr_terms_run("records_full_64", cls, observe=False)
 
 
 def _ipv4_only_run(model_ipv4_only=True):
@@ -608,3 +633,47 @@ def test_rtl_ipv4_only_against_full_model_fails():
     mismatches on the same descriptors."""
     with pytest.raises(Mismatch):
         _ipv4_only_run(model_ipv4_only=False)
+
+
+#: MR-TXF-072: a user's fields: the TX's without ``ip_ident`` and most extension headers (the
+#: builder takes the class, the identification and the rest as 0)
+GIVEN = ("eth_dst", "eth_src", "ip_dscp", "ip_ecn", "ip_ttl", "ip_src", "ip_dst", "udp_sport",
+         "udp_dport", "bth_opcode", "bth_psn", "bth_dest_qp", "bth_ack_req", "bth_pkey",
+         "reth_va", "reth_rkey", "reth_dma_len", "mrdh_msg", "mrdh_offset", "payload_len")
+
+
+def _desc_fields_run(model_given=True):
+    """MR-TXF-072: ``FrameBuilder(64, desc_fields=GIVEN)`` in lockstep with the model (with or
+    without ``desc_fields``) on random descriptors, every field set, idle cycles and
+    backpressure."""
+    cases = fc.random_cases(24, seed=9, max_payload=200)
+    drv = fc.Driver(64, cases, seed=9, p_idle=0.3, p_bp=0.4)
+    model = FrameBuilderModel(64, desc_fields=GIVEN if model_given else None)
+    core = run_amaranth(FrameBuilder(64, desc_fields=GIVEN), model, drv, busy=model.busy)
+    return cases, core, drv.res
+
+
+@pytest.mark.slow
+def test_rtl_desc_fields():
+    """MR-TXF-072: with ``desc_fields`` the RTL and the model take every other field as 0: 0
+    mismatches, and every frame the codec's bytes of its descriptor with those fields 0."""
+    cases, core, res = _desc_fields_run()
+    assert core.mismatches == 0
+    fc.check([fc.Case({n: v if n in GIVEN else 0 for n, v in c.desc.items()}, c.payload, c.name)
+              for c in cases], res, 64)
+
+
+@pytest.mark.slow
+def test_rtl_desc_fields_against_full_model_fails():
+    """MR-TXF-072 (negative control): the RTL with ``desc_fields`` against the model of every
+    field mismatches on the same descriptors."""
+    with pytest.raises(Mismatch):
+        _desc_fields_run(model_given=False)
+
+
+def test_desc_fields_checked():
+    """MR-TXF-072: a name that is not a descriptor field is refused by the RTL and the model."""
+    with pytest.raises(ValueError, match="not descriptor fields"):
+        FrameBuilder(64, desc_fields=("eth_dst", "ip_source"))
+    with pytest.raises(ValueError, match="not descriptor fields"):
+        FrameBuilderModel(64, desc_fields=("bth_op",))

@@ -145,3 +145,19 @@ def test_one_builder_model_frames(seed):
     raw = drv.res["raw"]
     assert [f for f in raw if f in ack_bytes] == ack_bytes
     assert [f for f in raw if f not in ack_bytes] == xc.expected_data_frames(reqs, tmpls, drv.mem, 4)
+
+
+@pytest.mark.parametrize("ack", [False, True])
+def test_builder_fields_cover_the_descriptors(ack):
+    """MR-TX-508, MR-TX-509: every field the join stage's descriptor sets (``desc_of``) is among the
+    builder's ``desc_fields`` (it takes the others as 0, MR-TXF-072), and with ``ack_desc`` every
+    field an ACK descriptor may set (the shared and the ACK-only ones); the TX's model gives its
+    builder those fields (the RTL likewise, hdl/tx.py; their locksteps compare them)."""
+    from metaroce.models.tx import ACK_ONLY_DESC_FIELDS, SHARED_DESC_FIELDS, builder_fields, desc_of, layouts
+    lay = layouts()
+    fr = {n: 1 for n, _ in lay.sched.frame}
+    t = {n: 1 for n, _ in lay.cfg}
+    given = set(builder_fields(lay, ack))
+    assert set(desc_of(fr, t, 4)) <= given
+    assert (set(SHARED_DESC_FIELDS) | set(ACK_ONLY_DESC_FIELDS) <= given) == ack
+    assert TxCycleModel(64, ack_desc=ack).data.fb.desc_fields == given
