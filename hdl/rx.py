@@ -343,6 +343,10 @@ LOOKUP_FREE = True
 # MR-RX-205: the forwarded candidate's message-done test from S4's rest less S5's plen
 # (False: through S5's placed-bytes adder, the same function, for the depth comparison)
 NX_DONE = True
+# MR-RX-338: from this frame interval on S4's two ring lookups select the ring's bit by the PSN's
+# low bits (a mux tree on 8 select wires) in place of the AND-OR with a registered one-hot (256
+# more wires into the row's tiles); below it the one-hot form (interval 1's Verilog as before)
+RING_INDEX_INTERVAL = ALONE_INTERVAL
 # MR-RX-269: the message table read in S2 and registered as the record enters S4 (False: the
 # read in S3 of MR-RX-115, the same function, for the depth and route comparison)
 MSG_READ_S2 = True
@@ -498,6 +502,12 @@ def _registered_row(m, name, rd, wr, addr, advance, now, *, reread=False, load=N
     return row
 
 
+def _ring_lookup(ring, index):
+    """MR-RX-338: the ring's bit ``index`` (the PSN's low bits), a mux tree on the index's wires
+    (MR-RX-340's negative control replaces it by a wrong index)."""
+    return ring.bit_select(index, 1)
+
+
 def _same_row(m, name, addr, advance):
     """Whether S5's record and S4's name the same row (MR-RX-115): the S3 address registered
     with its record, and its equality with the S3 address registered as the records move.
@@ -642,6 +652,7 @@ class Rx(wiring.Component):
         # bits a cycle, over hold_cycles(interval) cycles (the model's)
         self.serial = interval >= SERIAL_INTERVAL
         self.hold_n = hold_cycles(interval)
+        self.ring_index = interval >= RING_INDEX_INTERVAL               # MR-RX-338
         # MR-RX-240: off, a configuration write of a path row clears its SACK ring (the field
         # is not read), and the ring rotator that places it in the ring is not built
         self.cfg_sack = bool(cfg_sack)
@@ -1040,7 +1051,9 @@ class Rx(wiring.Component):
         s4_carry = Signal(carry)
         s4_bad, s4_code, s4_static_nak, s4_nak_reason = Signal(), Signal(4), Signal(), Signal(8)
         s4_addr = Signal(64)
-        s4_oh, s4_oh_next = Signal(RING_BITS), Signal(RING_BITS)
+        s4_oh = Signal(RING_BITS)
+        # MR-RX-338: psn + 1's one-hot only for the one-hot lookup
+        s4_oh_next = None if self.ring_index else Signal(RING_BITS)
         s4_psn_p1 = Signal(24)
         s4_psn_hi_m1 = Signal(24 - 9)
         s4_late, s4_late_code, s4_late_reason, s4_stale = Signal(), Signal(4), Signal(8), Signal()
@@ -1063,7 +1076,7 @@ class Rx(wiring.Component):
                 s4_valid.eq(s3_valid), s4_carry.eq(s3_carry), s4_bad.eq(s3_bad), s4_code.eq(s3_code),
                 s4_static_nak.eq(s3_static_nak), s4_nak_reason.eq(s3_nak_reason), s4_addr.eq(s3_addr),
                 # psn + 1's one-hot is psn's rotated by one: one decoder for both
-                s4_oh.eq(s3_oh), s4_oh_next.eq(s3_oh.rotate_left(1)),
+                s4_oh.eq(s3_oh), *([] if s4_oh_next is None else [s4_oh_next.eq(s3_oh.rotate_left(1))]),
                 s4_psn_p1.eq(s3_psn_p1), s4_psn_hi_m1.eq(s3_psn_hi_m1),
                 # MR-RX-154: an atomic is not placed either (its payload is its operands)
                 s4_late.eq(s3_rnr | s3_rbounds), s4_stale.eq(s3_stale | f.atom),
@@ -1261,8 +1274,13 @@ class Rx(wiring.Component):
         s4_win = Signal(5)
         m.d.comb += s4_win.eq(_window_tests(psn, s4_psn_hi_m1, cum, row.high))
         in_win, behind, at_cum, gap, ahead = s4_win[0], s4_win[1], s4_win[2], s4_win[3], s4_win[4]
-        ring_bit = (row.ring & s4_oh).any()
-        next_bit = (row.ring & s4_oh_next).any()
+        if self.ring_index:
+            # MR-RX-338: the bits of psn and psn + 1 (both PSNs' low bits are registers)
+            ring_bit = _ring_lookup(row.ring, psn[:RING_LOG2])
+            next_bit = _ring_lookup(row.ring, s4_psn_p1[:RING_LOG2])
+        else:
+            ring_bit = (row.ring & s4_oh).any()
+            next_bit = (row.ring & s4_oh_next).any()
         dist_lo = Signal(9)
         m.d.comb += dist_lo.eq(psn_lo - cum_lo)
         # MR-RX-310: the ring holds cum+1 .. cum+256 only (bit psn mod 256): the PSN at cum and

@@ -1080,10 +1080,28 @@ def test_serial_hold(kind):
     MR-RX-314's aliased PSNs, with idle cycles and backpressure and MR-RX-119's poisoned tables:
     0 mismatches, the outcomes the model's. MR-RX-332: below interval 8 the parallel hold.
     MR-RX-333..335: H5's bits to clear straight from the rotator in hold 1 (no register);
-    MR-RX-337: below interval 8 the parallel hold's register stays."""
+    MR-RX-337: below interval 8 the parallel hold's register stays. MR-RX-339: with S4's ring
+    lookups by the PSN's low bits (MR-RX-338)."""
     assert Rx(64, interval=8).serial and not Rx(64, interval=7).serial and not Rx(64).serial
     res = _serial_hold_run(kind)
     assert res["counters"][RxCode.ACCEPTED] >= 60 and res["counters"][CTR_ABANDONED] > 0
+
+
+@pytest.mark.slow
+def test_ring_lookup_by_index_catches_wrong(monkeypatch):
+    """MR-RX-340 (negative control of MR-RX-338), MR-RX-341: at interval 8 S4's ring lookups by
+    the PSN's low bits, turned one bit further (the bit of psn + 1 for psn, of psn + 2 for
+    psn + 1), fail the lockstep of ``rc.ring_alias_cases`` (received PSNs near cum sent again,
+    aliased PSNs at cum and beyond the ring), which with the right index passes in
+    test_serial_hold."""
+    import metaroce.hdl.rx as hdl_rx
+    # MR-RX-341: below ALONE_INTERVAL the one-hot lookups stay
+    assert Rx(64, interval=8).ring_index and not Rx(64, interval=5).ring_index and not Rx(64).ring_index
+    monkeypatch.setattr(hdl_rx, "_ring_lookup", lambda ring, index: ring.bit_select((index + 1)[:len(index)], 1))
+    s = rc.Setup(*SMALL, seed=16, ack_every=1)
+    with pytest.raises(Mismatch):
+        run_lockstep(64, s, rc.within_slots(s, rc.ring_alias_cases(s)), seed=9, p_idle=0.1, p_bp=0.2,
+                     interval=8, share=False)
 
 
 @pytest.mark.slow
