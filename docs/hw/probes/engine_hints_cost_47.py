@@ -30,10 +30,18 @@ def part(name):
     return AckOut(e.conns, rxh.lay.ack, tx.lay.cfg, hints=hints)
 
 
-names = sys.argv[1:] or ["ack_in", "ack_in_hints", "ack_out", "ack_out_hints", "tx", "tx_hints", "tx_interval1"]
-rows = {}
-for name in names:
-    rep = synth.synthesize(verilog.convert(part(name), name=name), name)
-    rows[name] = {"xcup_lut": rep.luts, "xcup_ff": rep.ffs}
-    print(name, json.dumps(rows[name]), flush=True)
-print("ROWS", json.dumps(rows))
+def xcup_rows(make, names):
+    """Each named part's LUT and FF in the xcup flow, printed as they come, then all of them
+    (``make(name)`` builds the part; rxhint_cost_48.py uses it too)."""
+    rows = {}
+    for name in names:
+        rep = synth.synthesize(verilog.convert(make(name), name=name), name)
+        rows[name] = {"xcup_lut": rep.luts, "xcup_ff": rep.ffs}
+        print(name, json.dumps(rows[name]), flush=True)
+    print("ROWS", json.dumps(rows))
+    return rows
+
+
+if __name__ == "__main__":
+    xcup_rows(part, sys.argv[1:] or ["ack_in", "ack_in_hints", "ack_out", "ack_out_hints", "tx", "tx_hints",
+                                     "tx_interval1"])

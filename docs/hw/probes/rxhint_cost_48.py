@@ -6,10 +6,8 @@ project's xcup flow (``sim.synth.synthesize``: LUT, FF).
 
     nice -n 10 .venv/bin/python docs/hw/probes/rxhint_cost_48.py [NAME ...]
 """
-import json
 import sys
-
-from amaranth.back import verilog
+from pathlib import Path
 
 from metaroce.hdl.regs import Regs
 from metaroce.hdl.rx_hint import RxHint
@@ -27,11 +25,6 @@ def part(name):
 
 
 if __name__ == "__main__":
-    from metaroce.sim import synth
-    names = sys.argv[1:] or ["rx_hint", "rx_hint_4096", "regs", "regs_hint"]
-    rows = {}
-    for name in names:
-        rep = synth.synthesize(verilog.convert(part(name), name=name), name)
-        rows[name] = {"xcup_lut": rep.luts, "xcup_ff": rep.ffs}
-        print(name, json.dumps(rows[name]), flush=True)
-    print("ROWS", json.dumps(rows))
+    sys.path.insert(0, str(Path(__file__).parent))
+    from engine_hints_cost_47 import xcup_rows
+    xcup_rows(part, sys.argv[1:] or ["rx_hint", "rx_hint_4096", "regs", "regs_hint"])
