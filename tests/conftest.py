@@ -9,6 +9,7 @@ that set their own settings inherit this profile).
 import json
 import os
 import resource
+import time
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -325,11 +326,14 @@ class _CpuTimes:
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
         own0, kids0 = _cpu_seconds()
+        start = time.time()
         yield
+        end = time.time()
         own1, kids1 = _cpu_seconds()
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         line = json.dumps({"nodeid": item.nodeid, "worker": worker, "cpu_s": round(own1 - own0, 4),
-                           "children_s": round(kids1 - kids0, 4)})
+                           "children_s": round(kids1 - kids0, 4),
+                           "start": round(start, 3), "end": round(end, 3)})
         # one write per line on an O_APPEND file: the workers' lines do not interleave
         with open(self.path, "a") as f:
             f.write(line + "\n")
