@@ -234,8 +234,11 @@ class FrameBuilder(wiring.Component):
         # length, D and E the class; the whole descriptor waits in the ring (LUT RAM, written
         # as A takes it, read in order as E moves into G) and G holds it for the packing.
         given = self.desc_fields
-        sd = data.View(DESC_LAYOUT, Cat(*[Const(0, w) if given is not None and n not in given
-                                          else self.s_desc.payload[n] for n, w in DESC_FIELDS]))
+        # A signal, not a view of the Cat: each field read of a view would slice (and the
+        # netlist builder emit) the whole ~1,000-bit Cat again
+        sd = Signal(DESC_LAYOUT, name="s_desc_given")
+        m.d.comb += sd.eq(Cat(*[Const(0, w) if given is not None and n not in given
+                                else self.s_desc.payload[n] for n, w in DESC_FIELDS]))
         a = Signal(DESC_A_LAYOUT, name="h0_a")
         cls = [Signal(2, name=f"h{i}_cls") for i in range(S)]       # Cat(vlan_en, ipv6)
         plen = [Signal(len(sd.payload_len), name=f"h{i}_plen") for i in range(3)]
@@ -277,8 +280,9 @@ class FrameBuilder(wiring.Component):
             m.d.sync += g_ring.eq(ring_r.data)
         # G's descriptor as the packing reads it: the ring's columns, 0 elsewhere
         kept = dict(cols)
-        gd = data.View(DESC_LAYOUT, Cat(*[Const(0, w) if n not in kept else
-                                          Cat(g_ring[n], Const(0, w - kept[n])) for n, w in DESC_FIELDS]))
+        gd = Signal(DESC_LAYOUT, name="h5_gd")
+        m.d.comb += gd.eq(Cat(*[Const(0, w) if n not in kept else
+                                Cat(g_ring[n], Const(0, w - kept[n])) for n, w in DESC_FIELDS]))
 
         def stage_reg(i, name, width, value):
             """A register of stage i loaded with ``value`` (computed from stage i-1)."""
