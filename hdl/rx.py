@@ -201,6 +201,16 @@ def _rotate(m, value, amount, *, left, name="rot"):
 ROT_DSP = 2
 #: MR-RX-298: the bits one multiplier turns (a 16 x 17 unsigned product fits a MULT18X18D)
 ROT_DSP_CHUNK = 16
+#: MR-RX-342: from this frame interval on (the serial hold's) the ring rotator is 2:1 mux stages
+#: in LUTs, not MR-RX-298's multipliers (two MULT18X18D stages in the DSP rows were the routed RX's
+#: critical path), and MR-RX-333's bits to clear come from a register of the rotator's output
+ROT_MUX_INTERVAL = SERIAL_INTERVAL
+
+
+def _ring_rotator_mux(m, ring, amount):
+    """MR-RX-342: the ring rotator at ``ROT_MUX_INTERVAL``: ``ring`` turned right by ``amount``,
+    one 2:1 mux stage per bit of the amount (:func:`_rotate`; a test turns it one bit off)."""
+    return _rotate(m, ring, amount, left=False, name="ring_rot")
 
 
 def _rotr_chunks_mul(m, value, amount, name):
@@ -653,6 +663,7 @@ class Rx(wiring.Component):
         self.serial = interval >= SERIAL_INTERVAL
         self.hold_n = hold_cycles(interval)
         self.ring_index = interval >= RING_INDEX_INTERVAL               # MR-RX-338
+        self.rot_mux = interval >= ROT_MUX_INTERVAL                     # MR-RX-342
         # MR-RX-240: off, a configuration write of a path row clears its SACK ring (the field
         # is not read), and the ring rotator that places it in the ring is not built
         self.cfg_sack = bool(cfg_sack)
@@ -1525,11 +1536,16 @@ class Rx(wiring.Component):
             m.d.comb += h3_run.eq(Cat(_below(sr_t[:8], RING_BITS) | sr_t[8].replicate(RING_BITS),
                                       sr_t[8] & (sr_t[:8] != 0), sr_t[8] & (sr_t[:8] > 1), Const(0, RUN_BITS - RING_BITS - 2)))
             h4_advance = sr_t
-            # MR-RX-333: the bits to clear straight from the rotator in hold 1, no register: S5's
-            # ring holds the run from hold 3 to H5's write and the amount is sl_cum's from hold 4
-            # to it, so the rotator shows hold 2's turn back again
+            # MR-RX-333: the bits to clear straight from the rotator in hold 1 (MR-RX-343: from a
+            # register of it): S5's ring holds the run from hold 3 to H5's write and the amount
+            # is sl_cum's from hold 4 to it, so the rotator shows hold 2's turn back again
             h4_clear = Signal(RING_BITS, name="sr_clear")
-            m.d.comb += h4_clear.eq(_serial_clear(rel))
+            if self.rot_mux:
+                # MR-RX-343: registered every cycle, so hold 1's write takes hold 2's turn back
+                # (the rotator shows the same turn in both) from a register, not the rotator
+                m.d.sync += h4_clear.eq(_serial_clear(rel))
+            else:
+                m.d.comb += h4_clear.eq(_serial_clear(rel))
             h4_abandoned = sr_ab
             h4_set = Signal()
             m.d.sync += h4_set.eq(sl_slide & ~((sr_t == RING_BITS + 2) if RING_PAST else 0))
@@ -1699,7 +1715,10 @@ class Rx(wiring.Component):
         # as it is (without ROT_AMT: S5's cum, sl_cum + sl_step in both turns, and H1 and H4 turn
         # the output left by sl_step, 256 2:1 muxes).
         ring_amt = (rot_amt if ROT_AMT else s5_cum)[:RING_LOG2]
-        if ROT_DSP:
+        if self.rot_mux:
+            # MR-RX-342: mux stages from the serial hold's interval on (no multiplier on its paths)
+            ring_rot_in = _ring_rotator_mux(m, s5_ring, ring_amt)
+        elif ROT_DSP:
             # MR-RX-298: its low stages in multipliers (the same rotate, about 3,100 fewer LUT4s)
             ring_rot_in = _rotate_right_dsp(m, s5_ring, ring_amt, name="ring_rot")
         else:

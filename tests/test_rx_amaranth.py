@@ -1081,7 +1081,8 @@ def test_serial_hold(kind):
     0 mismatches, the outcomes the model's. MR-RX-332: below interval 8 the parallel hold.
     MR-RX-333..335: H5's bits to clear straight from the rotator in hold 1 (no register);
     MR-RX-337: below interval 8 the parallel hold's register stays. MR-RX-339: with S4's ring
-    lookups by the PSN's low bits (MR-RX-338)."""
+    lookups by the PSN's low bits (MR-RX-338). MR-RX-346: with the ring rotator in mux stages
+    and the clear from a register of its output (MR-RX-342, MR-RX-343)."""
     assert Rx(64, interval=8).serial and not Rx(64, interval=7).serial and not Rx(64).serial
     res = _serial_hold_run(kind)
     assert res["counters"][RxCode.ACCEPTED] >= 60 and res["counters"][CTR_ABANDONED] > 0
@@ -1123,6 +1124,22 @@ def test_serial_hold_catches_shifted_clear(monkeypatch):
     set, cum + t's cleared) fail the lockstep of test_serial_hold."""
     import metaroce.hdl.rx as hdl_rx
     monkeypatch.setattr(hdl_rx, "_serial_clear", lambda turned: turned[::-1].rotate_left(1))
+    with pytest.raises(Mismatch):
+        _serial_hold_run("fill", share=False)
+
+
+@pytest.mark.slow
+def test_serial_rotator_mux_catches_wrong(monkeypatch):
+    """MR-RX-345 (negative control of MR-RX-342): at interval 8 the ring rotator's mux stages
+    turning one bit further (the pieces, the ACK's SACK and the registered clear all one PSN
+    off) fail the lockstep of test_serial_hold. MR-RX-336's control (the clear one bit further)
+    runs through MR-RX-343's register."""
+    import metaroce.hdl.rx as hdl_rx
+    # MR-RX-344: below ROT_MUX_INTERVAL the multiplier form and the unregistered clear stay
+    assert Rx(64, interval=8).rot_mux and not Rx(64, interval=7).rot_mux and not Rx(64).rot_mux
+    monkeypatch.setattr(hdl_rx, "_ring_rotator_mux",
+                        lambda m, ring, amount: hdl_rx._rotate(m, ring, amount, left=False,
+                                                               name="ring_rot").rotate_right(1))
     with pytest.raises(Mismatch):
         _serial_hold_run("fill", share=False)
 
