@@ -27,7 +27,7 @@ interval ends and the hint after its inputs change (MR-ENG-333).
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, ResetSignal, Signal
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -192,7 +192,10 @@ class RxHint(wiring.Component):
         # MR-ENG-347: every row starts two intervals old
         m.submodules.rows = rows = memory.Memory(shape=K + 1, depth=C, init=[(kmask - 1) << 1] * C)
         rd, wr = rows.read_port(), rows.write_port()
-        E, stale_in = Signal(K), Signal()
+        # MR-ENG-354: a memory keeps its rows through a reset; the interval number does not
+        # reset but moves two on, so that every row is at least two intervals old
+        E, stale_in = Signal(K, reset_less=True), Signal()
+        rst = Const(0) if self.wrong == "reset" else ResetSignal()
         mc = Signal(nb)
         cur_r = Signal(nb)
         m.d.comb += cur.eq(cur_r)
@@ -211,7 +214,7 @@ class RxHint(wiring.Component):
                      carried.eq((a == ((E - 1) & kmask)) & m_old & ~stale_in)]
         E_next = Signal(K)
         m.d.comb += E_next.eq(Mux(valid & roll, (E + 1) & kmask, E))
-        m.d.comb += [wr.en.eq(valid), wr.addr.eq(conn), wr.data.eq(Cat(more, E_next))]
+        m.d.comb += [wr.en.eq(valid & ~rst), wr.addr.eq(conn), wr.data.eq(Cat(more, E_next))]
         was_more = here & m_old         # counted in mc
         with m.If(valid):
             with m.If(roll):
@@ -221,6 +224,8 @@ class RxHint(wiring.Component):
             with m.Else():
                 m.d.comb += new.eq(~(here | carried))
                 m.d.sync += [cur_r.eq(cur_r + new), mc.eq(mc + more - was_more)]
+        with m.If(rst):
+            m.d.sync += E.eq(E + 2)
 
 
 def rx_hint_small(width=64):

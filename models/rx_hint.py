@@ -41,8 +41,10 @@ MEM_FROM = 64
 #: MR-ENG-347: the interval number's bits, in the register and in every row
 EPOCH_BITS = 32
 #: MR-ENG-352: the memory form's negative controls too: "forward" (no forward of the row written
-#: in the cycle before), "epoch" (rows and interval number of 2 bits: an idle row aliases)
-MEM_WRONG = HINT_WRONG + ("forward", "epoch")
+#: in the cycle before), "epoch" (rows and interval number of 2 bits: an idle row aliases),
+#: "reset" (the RTL only, MR-ENG-354: the interval number kept through a reset, as the rows
+#: are; the model's reset is a new model)
+MEM_WRONG = HINT_WRONG + ("forward", "epoch", "reset")
 _TIME_MASK = (1 << TIME_BITS) - 1
 
 

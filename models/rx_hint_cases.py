@@ -186,11 +186,12 @@ def endpoint_hints(trace, conns, *, line_mbps, share_ns, mtu, hosts=None, wire_b
     return out
 
 
-def model_hints(trace, conns, *, ns_per_cycle=4, wrong=None, **cfg):
-    """MR-ENG-335: :class:`RxHintModel` on ``trace`` as :class:`TraceLoop` drives it: the hint
-    after each arrival (read at the next arrival's cycle, the last one at the end)."""
+def model_hints(trace, conns, *, ns_per_cycle=4, wrong=None, form="flops", **cfg):
+    """MR-ENG-335: :class:`RxHintModel` (``form`` "memory": :class:`RxHintMemModel`,
+    MR-ENG-350) on ``trace`` as :class:`TraceLoop` drives it: the hint after each arrival (read
+    at the next arrival's cycle, the last one at the end)."""
     drv = TraceLoop(conns, trace, ns_per_cycle, **cfg)
-    m = RxHintModel(conns, wrong)
+    m = (RxHintMemModel if form == "memory" else RxHintModel)(conns, wrong)
     c = cfg
     while not drv.finished:
         inp = drv.inputs()
