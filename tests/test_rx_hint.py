@@ -116,7 +116,8 @@ def test_rx_hint_not_built_prediction():
 
 def test_rx_hint_forms():
     """MR-ENG-346: the form by size (flip-flops below ``MEM_FROM``), given or checked; the
-    memory form's negative controls are its own."""
+    memory form's negative controls are its own. MR-ENG-356: the block ``rx_hint_4096`` (the
+    one measured) is the memory form, ``rx_hint`` the flip-flop form."""
     from metaroce.hdl.board_top import _silence_unused
     from metaroce.hdl.rx_hint import RxHint, rx_hint_4096, rx_hint_small
     assert hint_form(MEM_FROM - 1) == "flops" and hint_form(MEM_FROM) == "memory"
@@ -136,8 +137,8 @@ def test_rx_hint_forms():
 
 
 def test_rx_hint_forms_agree():
-    """MR-ENG-349, MR-ENG-350, MR-ENG-352: the memory form's model against the flip-flop
-    form's on the same arrivals (``BurstLoop``: bursts of an arrival every cycle, the same
+    """MR-ENG-347..350, MR-ENG-352, MR-ENG-355: the memory form's model (its rows, interval
+    numbers and counts) against the flip-flop form's on the same arrivals (``BurstLoop``: bursts of an arrival every cycle, the same
     connection back to back, connections idle for many intervals and back, intervals ended
     under load, stale ones; 3, 16 and 64 connections): its ``hint`` and ``senders`` in cycle
     t + 1 are the flip-flop form's in cycle t, every cycle (0 differences). Negative controls:
@@ -157,18 +158,18 @@ def test_rx_hint_forms_agree():
 
 
 def test_rx_hint_memory_lockstep_amaranth():
-    """MR-ENG-350, MR-ENG-352, MR-ENG-353: ``RxHint(16, form="memory")`` against
-    ``RxHintMemModel(16)`` on every output every cycle, 3,000 cycles of ``BurstLoop`` (arrivals
+    """MR-ENG-350..353: ``RxHint(16, form="memory")`` against
+    ``RxHintMemModel(16)`` on every output every cycle, 2,000 cycles of ``BurstLoop`` (arrivals
     every cycle in bursts, back to back on one connection, intervals ended under load): 0
     mismatches. Negative controls: the RTL without the forward, and with 2-bit interval numbers,
     against the right model mismatch on ``senders`` or ``hint``."""
     from metaroce.tb.lockstep import Mismatch, run_amaranth
-    drv = hc.BurstLoop(16, n=3000, seed=3)
+    drv = hc.BurstLoop(16, n=2000, seed=3)
     model = RxHintCycleModel(16, form="memory")
     core = run_amaranth(_rtl(16, form="memory"), model, drv)
-    assert core.mismatches == 0 and drv.taken > 1000 and drv.back_to_back > 200
-    assert model.m.rollovers > 40 and model.m.stale > 3 and model.m.carried > 50
-    assert drv.max_senders == 16 and len(drv.hints) > 10
+    assert core.mismatches == 0 and drv.taken > 600 and drv.back_to_back > 150
+    assert model.m.rollovers > 30 and model.m.stale >= 2 and model.m.carried > 40
+    assert drv.max_senders >= 12 and len(drv.hints) > 10
     for wrong in ("forward", "epoch"):
         with pytest.raises(Mismatch, match="hint|senders"):
             run_amaranth(_rtl(16, wrong, "memory"), RxHintCycleModel(16, form="memory"),
@@ -199,11 +200,12 @@ def test_rx_hint_4096_lockstep_amaranth():
     assert core.mismatches == 0 and drv.back_to_back > 200 and drv.max_senders > 100
 
 
-def _reset_run(wrong=None, conns=16, n=2400, at=(800, 1600)):
+def _reset_run(wrong=None, conns=16, n=1500, at=(600, 1100), first=False):
     """MR-ENG-354: ``RxHint(conns, form="memory")`` on ``BurstLoop``, the domain's reset held
     one cycle at each cycle of ``at`` (the record of that cycle and the one counted in it
     lost), ``now`` starting again from 0 (the engine's clock reset with it); the model a new
-    ``RxHintMemModel`` from the cycle after each. Returns the cycles
+    ``RxHintMemModel`` from the cycle after each; ``first``: the run stops at the first
+    difference. Returns the cycles
     whose ``hint`` or ``senders`` differ from the model's and the models' senders at the resets."""
     from amaranth.hdl import ClockDomain, Module
     from amaranth.sim import Simulator
@@ -230,6 +232,8 @@ def _reset_run(wrong=None, conns=16, n=2400, at=(800, 1600)):
             out = (model.hint, model.senders())
             if (ctx.get(dut.hint), ctx.get(dut.senders)) != out:
                 diff.append(drv.cycle)
+                if first:
+                    return
             if drv.cycle in at:
                 senders.append(out[1])
                 model = RxHintMemModel(conns)
@@ -254,5 +258,5 @@ def test_rx_hint_memory_reset():
     senders of the interval before the reset read as seen, not counted) differs."""
     diff, senders = _reset_run()
     assert diff == [] and min(senders) >= 2
-    bad, _ = _reset_run("reset")
-    assert bad and min(bad) > 800
+    bad, _ = _reset_run("reset", first=True)
+    assert bad and bad[0] > 600
