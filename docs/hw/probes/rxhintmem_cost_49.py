@@ -6,6 +6,11 @@ the flip-flop form at 4,096 (main's ``rx_hint_4096``), ``small`` the block ``rx_
 are ``metaroce synth rx_hint_4096 --width 64 --json`` (and ``rx_hint``).
 
     nice -n 10 .venv/bin/python docs/hw/probes/rxhintmem_cost_49.py OUT [NAME ...]
+    nice -n 10 .venv/bin/python docs/hw/probes/rxhintmem_cost_49.py --xcup [NAME ...]
+
+``--xcup``: the project's xcup flow instead (``sim.synth.synthesize``: LUT, FF, LUT RAM, block
+RAM, DSP), e.g. both forms
+at ``MEM_FROM``.
 """
 import json
 import sys
@@ -18,7 +23,22 @@ PARTS = {"mem4096": (4096, "memory"), "flops4096": (4096, "flops"), "small": (2,
          "mem64": (64, "memory"), "flops64": (64, "flops")}
 
 
+def part(name):
+    conns, form = PARTS[name]
+    return RxHint(conns, form=form)
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "--xcup":
+        from amaranth.back import verilog
+
+        from metaroce.sim import synth
+        for name in sys.argv[2:] or ["mem64", "flops64"]:
+            rep = synth.synthesize(verilog.convert(part(name), name="rx_hint"), "rx_hint")
+            t = rep.total
+            print("ROW", json.dumps({"part": name, "lut": t.luts, "ff": t.ffs, "lutram": t.lutram,
+                                     "brams": t.brams, "dsps": t.dsps}), flush=True)
+        sys.exit(0)
     out = Path(sys.argv[1])
     for name in sys.argv[2:] or ["small", "mem4096"]:
         conns, form = PARTS[name]
