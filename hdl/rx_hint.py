@@ -234,5 +234,6 @@ def rx_hint_small(width=64):
 
 
 def rx_hint_4096(width=64):
-    """MR-ENG-344: the block ``rx_hint_4096``: 4,096 connections (``width`` unused)."""
+    """MR-ENG-344, MR-ENG-346: the block ``rx_hint_4096``: 4,096 connections, the memory form
+    (``width`` unused)."""
     return RxHint(4096)
