@@ -15,20 +15,26 @@ port           dir   meaning
 ``senders``    out   the sender count N the next hint is for (MR-ENG-329)
 =============  ====  =========================================================================
 
-Per connection three bits (seen in the current interval, carried from the last one, more of its
-message due); the counts, the interval's start and length are registers. One restoring divider
+Two forms of the per-connection state (MR-ENG-346, ``form``; the default by ``conns``,
+``models.rx_hint.hint_form``): ``"flops"``, three bits a connection in flip-flops (seen in the
+current interval, carried from the last one, more of its message due), the count a popcount;
+``"memory"`` (section 5r, MR-ENG-346..352), a row a connection in a ``lib.memory`` (the number
+of the interval of its latest arrival and its more-due bit), read the cycle the record comes
+and written the next, the counts kept as counters: the outputs one cycle behind the flip-flop
+form's. The counts, the interval's start and length are registers. One restoring divider
 (one quotient bit a cycle, ``DIV_CYCLES`` = 40) computes in turn the interval's length after an
 interval ends and the hint after its inputs change (MR-ENG-333).
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
-from amaranth.lib import wiring
+from amaranth.hdl import Cat, Const, Module, Mux, ResetSignal, Signal
+from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..models import protocol as P
 from ..models.records import TIME_BITS
-from ..models.rx_hint import DIV_CYCLES, HINT_BITS, HINT_WRONG, NUM_BITS, PKT_BITS, seen_layout
+from ..models.rx_hint import (DIV_CYCLES, EPOCH_BITS, HINT_BITS, NUM_BITS, PKT_BITS, check_wrong, hint_form,
+                               seen_layout)
 
 __all__ = ["RxHint", "seen_signature", "rx_hint_small", "rx_hint_4096"]
 
@@ -42,13 +48,14 @@ def seen_signature(conns):
 
 
 class RxHint(wiring.Component):
-    """MR-ENG-328..334 (``wrong``: MR-ENG-336's negative controls)."""
+    """MR-ENG-328..334 (``wrong``: MR-ENG-336's negative controls, MR-ENG-352's for the memory
+    form); ``form``: MR-ENG-346."""
 
-    def __init__(self, conns, *, wrong=None):
+    def __init__(self, conns, *, wrong=None, form=None):
         if conns < 1:
             raise ValueError("conns must be at least 1")
-        if wrong not in HINT_WRONG:
-            raise ValueError(f"wrong must be one of {HINT_WRONG}")
+        self.form = hint_form(conns, form)
+        check_wrong(self.form, wrong)
         self.conns, self.wrong = conns, wrong
         self.nbits = conns.bit_length()         # 0..conns
         super().__init__({
@@ -59,25 +66,16 @@ class RxHint(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         C, nb = self.conns, self.nbits
-        seen, carry, more = Signal(C), Signal(C), Signal(C)
         prev = Signal(nb)
         epoch = Signal(TIME_BITS)
         iv_extra = Signal(TIME_BITS)
-        pkts, ce = Signal(PKT_BITS), Signal(PKT_BITS)
+        pkts, ce_cnt = Signal(PKT_BITS), Signal(PKT_BITS)
         f_pkts, f_ce = Signal(PKT_BITS), Signal(PKT_BITS)
         iv_dirty, hint_dirty = Signal(), Signal()
         hint = Signal(HINT_BITS)
 
-        def popcount(v):
-            # a balanced adder tree (a chain of 4,096 terms is too deep to elaborate)
-            terms = [v[i] for i in range(C)]
-            while len(terms) > 1:
-                terms = [a + b for a, b in zip(terms[::2], terms[1::2])] + terms[len(terms) & ~1:]
-            return terms[0]
-
         cur = Signal(nb)
         n = Signal(nb)
-        m.d.comb += cur.eq(popcount(seen))
         if self.wrong == "count":
             m.d.comb += n.eq(cur)
         else:           # MR-ENG-329: the larger of the two intervals' counts
@@ -116,44 +114,118 @@ class RxHint(wiring.Component):
                          den.eq(p * P.DRAIN_DEN * n), rem.eq(0), cnt.eq(DIV_CYCLES),
                          job_iv.eq(0), job_zero.eq((n <= 1) | (self.line_mbps == 0))]
 
-        # -- the arrivals (MR-ENG-330..332)
+        # -- the arrivals (MR-ENG-330..332): in the memory form one cycle after their record
         s = self.s_seen
+        valid, conn, ce, more, now = Signal(), Signal.like(s.payload.conn), Signal(), Signal(), Signal(TIME_BITS)
+        if self.form == "flops":
+            m.d.comb += [valid.eq(s.valid & (s.payload.conn < C)), conn.eq(s.payload.conn),
+                         ce.eq(s.payload.ce), more.eq(s.payload.more), now.eq(self.now)]
+        else:
+            m.d.sync += [valid.eq(s.valid & (s.payload.conn < C)), conn.eq(s.payload.conn),
+                         ce.eq(s.payload.ce), more.eq(s.payload.more), now.eq(self.now)]
         set_iv, set_hint = Signal(), Signal()
-        bit = Signal(C)
-        m.d.comb += bit.eq(Const(1, C) << s.payload.conn)
-        more_now = Signal(C)
-        m.d.comb += more_now.eq(Mux(s.payload.more, more | bit, more & ~bit))
         t = Signal(TIME_BITS)
         iv = Signal(TIME_BITS)
-        m.d.comb += [t.eq(self.now - epoch),
+        m.d.comb += [t.eq(now - epoch),
                      iv.eq(Mux(self.share_ns > iv_extra, self.share_ns, iv_extra))]
         roll, stale = Signal(), Signal()
         m.d.comb += [roll.eq(t >= iv), stale.eq(t >= iv * 2)]
+        with m.If(valid):
+            with m.If(roll):
+                m.d.comb += set_iv.eq(1)
+                m.d.sync += [epoch.eq(now), prev.eq(Mux(stale, 0, cur)),
+                             f_pkts.eq(Mux(stale, 0, pkts)), f_ce.eq(Mux(stale, 0, ce_cnt))]
+            pk0 = Mux(roll, 0, pkts)
+            ce0 = Mux(roll, 0, ce_cnt)
+            with m.If(pk0 != (1 << PKT_BITS) - 1):      # MR-ENG-332: saturating, CE with it
+                m.d.sync += [pkts.eq(pk0 + 1), ce_cnt.eq(ce0 + ce)]
+            with m.Else():
+                m.d.sync += [pkts.eq(pk0), ce_cnt.eq(ce0)]
+        new = Signal()          # the arrival's connection is a new sender of the interval
+        m.d.comb += set_hint.eq(valid & (roll | new))
+        if self.form == "flops":
+            self._flops(m, cur, valid, conn, more, roll, stale, new)
+        else:
+            self._memory(m, cur, valid, conn, more, roll, stale, new)
+        m.d.sync += [iv_dirty.eq((iv_dirty & ~start_iv) | set_iv),
+                     hint_dirty.eq((hint_dirty & ~start_hint) | set_hint)]
+        return m
+
+    def _flops(self, m, cur, valid, conn, more, roll, stale, new):
+        """MR-ENG-328/331: three bits a connection; the count a popcount."""
+        C = self.conns
+        seen, carry, more_bits = Signal(C), Signal(C), Signal(C)
+
+        def popcount(v):
+            # a balanced adder tree (a chain of 4,096 terms is too deep to elaborate)
+            terms = [v[i] for i in range(C)]
+            while len(terms) > 1:
+                terms = [a + b for a, b in zip(terms[::2], terms[1::2])] + terms[len(terms) & ~1:]
+            return terms[0]
+
+        m.d.comb += cur.eq(popcount(seen))
+        bit = Signal(C)
+        m.d.comb += bit.eq(Const(1, C) << conn)
+        more_now = Signal(C)
+        m.d.comb += more_now.eq(Mux(more, more_bits | bit, more_bits & ~bit))
         seen1, carry1 = Signal(C), Signal(C)
-        with m.If(s.valid & (s.payload.conn < C)):
+        with m.If(valid):
             m.d.comb += [seen1.eq(seen), carry1.eq(carry)]
             with m.If(roll):
-                m.d.comb += [set_iv.eq(1), set_hint.eq(1)]
-                m.d.sync += [epoch.eq(self.now), prev.eq(Mux(stale, 0, cur)),
-                             f_pkts.eq(Mux(stale, 0, pkts)), f_ce.eq(Mux(stale, 0, ce))]
                 # MR-CC-026: the senders with more due are carried into the next interval once
                 m.d.comb += seen1.eq(Mux(stale, 0, seen & ~carry & more_now))
                 m.d.comb += carry1.eq(seen1)
             with m.If((seen1 & bit) == 0):
                 m.d.sync += [seen.eq(seen1 | bit), carry.eq(carry1)]
-                m.d.comb += set_hint.eq(1)
+                m.d.comb += new.eq(1)
             with m.Else():
                 m.d.sync += [seen.eq(seen1), carry.eq(carry1 & ~bit)]
-            m.d.sync += more.eq(more_now)
-            pk0 = Mux(roll, 0, pkts)
-            ce0 = Mux(roll, 0, ce)
-            with m.If(pk0 != (1 << PKT_BITS) - 1):      # MR-ENG-332: saturating, CE with it
-                m.d.sync += [pkts.eq(pk0 + 1), ce.eq(ce0 + s.payload.ce)]
+            m.d.sync += more_bits.eq(more_now)
+
+    def _memory(self, m, cur, valid, conn, more, roll, stale, new):
+        """MR-ENG-347/348/351: a row a connection ``{more, a}``, read in the record's cycle (its
+        address the record's connection) and written in the next (the arrival's), the row
+        written in the cycle before forwarded; the counts ``cur`` and ``mc`` kept."""
+        C, nb = self.conns, self.nbits
+        K = 2 if self.wrong == "epoch" else EPOCH_BITS
+        kmask = (1 << K) - 1
+        # MR-ENG-347: every row starts two intervals old
+        m.submodules.rows = rows = memory.Memory(shape=K + 1, depth=C, init=[(kmask - 1) << 1] * C)
+        rd, wr = rows.read_port(), rows.write_port()
+        # MR-ENG-354: a memory keeps its rows through a reset; the interval number does not
+        # reset but moves two on, so that every row is at least two intervals old
+        E, stale_in = Signal(K, reset_less=True), Signal()
+        rst = Const(0) if self.wrong == "reset" else ResetSignal()
+        mc = Signal(nb)
+        cur_r = Signal(nb)
+        m.d.comb += cur.eq(cur_r)
+        # MR-ENG-351: the forward: the row written in the read's cycle, to the address read
+        fwd_hit, fwd_row = Signal(), Signal(K + 1)
+        m.d.comb += rd.addr.eq(self.s_seen.payload.conn)
+        m.d.sync += [fwd_hit.eq(wr.en & (wr.addr == rd.addr)), fwd_row.eq(wr.data)]
+        row = Signal(K + 1)
+        if self.wrong == "forward":
+            m.d.comb += row.eq(rd.data)
+        else:
+            m.d.comb += row.eq(Mux(fwd_hit, fwd_row, rd.data))
+        m_old, a = row[0], row[1:]
+        here, carried = Signal(), Signal()
+        m.d.comb += [here.eq(a == E),
+                     carried.eq((a == ((E - 1) & kmask)) & m_old & ~stale_in)]
+        E_next = Signal(K)
+        m.d.comb += E_next.eq(Mux(valid & roll, (E + 1) & kmask, E))
+        m.d.comb += [wr.en.eq(valid & ~rst), wr.addr.eq(conn), wr.data.eq(Cat(more, E_next))]
+        was_more = here & m_old         # counted in mc
+        with m.If(valid):
+            with m.If(roll):
+                # MR-ENG-348: the arrived with more due are carried (this one's bit the new)
+                kept = Mux(stale, 0, mc - was_more)
+                m.d.sync += [cur_r.eq(kept + 1), mc.eq(more), E.eq(E_next), stale_in.eq(stale)]
             with m.Else():
-                m.d.sync += [pkts.eq(pk0), ce.eq(ce0)]
-        m.d.sync += [iv_dirty.eq((iv_dirty & ~start_iv) | set_iv),
-                     hint_dirty.eq((hint_dirty & ~start_hint) | set_hint)]
-        return m
+                m.d.comb += new.eq(~(here | carried))
+                m.d.sync += [cur_r.eq(cur_r + new), mc.eq(mc + more - was_more)]
+        with m.If(rst):
+            m.d.sync += E.eq(E + 2)
 
 
 def rx_hint_small(width=64):
@@ -162,5 +234,6 @@ def rx_hint_small(width=64):
 
 
 def rx_hint_4096(width=64):
-    """MR-ENG-344: the block ``rx_hint_4096``: 4,096 connections (``width`` unused)."""
+    """MR-ENG-344, MR-ENG-346: the block ``rx_hint_4096``: 4,096 connections, the memory form
+    (``width`` unused)."""
     return RxHint(4096)

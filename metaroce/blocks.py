@@ -450,7 +450,8 @@ BLOCKS: dict[str, Block] = {
         component="metaroce.hdl.rx_hint:rx_hint_4096",
         model="metaroce.models.rx_hint:rx_hint_model_4096",
         tb="",
-        help="the receiver's rate hint at 4,096 connections (resources only)",
+        help="the receiver's rate hint at 4,096 connections, its rows in a memory (section 5r; "
+             "resources only)",
         widths=(64,),
     ),
     "engine_rx_hint": Block(

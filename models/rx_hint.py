@@ -1,7 +1,8 @@
 """The receiver's rate hint (docs/spec/hw-engine.md section 5q, MR-ENG-328..): the engine's RX
 counts its active senders per share interval and computes MR-CC-005's fair share for its ACKs.
 
-``RxHintModel(conns)`` is the cycle model of ``hdl.rx_hint.RxHint``: one arrival record per
+``RxHintModel(conns)`` is the cycle model of ``hdl.rx_hint.RxHint``'s flip-flop form and
+``RxHintMemModel(conns)`` of its memory form (section 5r, MR-ENG-346..): one arrival record per
 data packet the RX takes (``s_seen``: connection, CE mark, more of the message due), the
 engine's nanosecond clock ``now`` and the static configuration (``line_mbps``, ``share_ns``,
 ``mtu``); the output ``hint`` (Mb/s, a register) and ``senders`` (the count the hint is for).
@@ -19,8 +20,9 @@ from .rx import unpack
 from .wire import MrdhFlag, Op
 
 __all__ = ["HINT_BITS", "PKT_BITS", "DIV_CYCLES", "NUM_BITS", "seen_layout", "RxHintModel",
-           "RxHintCycleModel", "HINT_WRONG", "SEEN_OPS", "seen_of_meta", "rx_hint_model_small",
-           "rx_hint_model_4096"]
+           "RxHintMemModel", "RxHintCycleModel", "HINT_WRONG", "MEM_WRONG", "HINT_FORMS", "MEM_FROM",
+           "EPOCH_BITS", "hint_form", "rx_hint_model", "SEEN_OPS", "seen_of_meta",
+           "rx_hint_model_small", "rx_hint_model_4096"]
 
 #: MR-ENG-328: the hint's width (the MRAH's hint as the TX half takes it, MR-TX-490)
 HINT_BITS = 19
@@ -32,6 +34,17 @@ DIV_CYCLES = NUM_BITS
 #: MR-ENG-336: negative controls only: "count" (the current interval's senders only, not the
 #: larger of the two intervals' counts), "drain" (no drain term)
 HINT_WRONG = (None, "count", "drain")
+#: MR-ENG-346: the two forms of the per-connection state: bits in flip-flops, rows in a memory
+HINT_FORMS = ("flops", "memory")
+#: MR-ENG-346: the memory form from this many connections on (when the form is not given)
+MEM_FROM = 64
+#: MR-ENG-347: the interval number's bits, in the register and in every row
+EPOCH_BITS = 32
+#: MR-ENG-352: the memory form's negative controls too: "forward" (no forward of the row written
+#: in the cycle before), "epoch" (rows and interval number of 2 bits: an idle row aliases),
+#: "reset" (the RTL only, MR-ENG-354: the interval number kept through a reset, as the rows
+#: are; the model's reset is a new model)
+MEM_WRONG = HINT_WRONG + ("forward", "epoch", "reset")
 _TIME_MASK = (1 << TIME_BITS) - 1
 
 
@@ -69,15 +82,32 @@ def seen_layout(conns):
     return data.StructLayout({"conn": conn_bits(conns), "ce": 1, "more": 1})
 
 
+def hint_form(conns, form=None):
+    """MR-ENG-346: ``form`` checked, or the default: flip-flops below :data:`MEM_FROM`
+    connections, the memory from it."""
+    if form is None:
+        return "memory" if conns >= MEM_FROM else "flops"
+    if form not in HINT_FORMS:
+        raise ValueError(f"form must be one of {HINT_FORMS}")
+    return form
+
+
+def check_wrong(form, wrong):
+    if wrong not in (MEM_WRONG if form == "memory" else HINT_WRONG):
+        raise ValueError(f"wrong must be one of {MEM_WRONG if form == 'memory' else HINT_WRONG}")
+
+
 class RxHintModel:
     """MR-ENG-328..334: the state and its per-cycle update (``step``); ``hint`` and ``senders``
-    are functions of the state (read before ``step``)."""
+    are functions of the state (read before ``step``). The flip-flop form: a bit per connection
+    for seen, carried and more due."""
+
+    form = "flops"
 
     def __init__(self, conns, wrong=None):
         if conns < 1:
             raise ValueError("conns must be at least 1")
-        if wrong not in HINT_WRONG:
-            raise ValueError(f"wrong must be one of {HINT_WRONG}")
+        check_wrong(self.form, wrong)
         self.conns, self.wrong = conns, wrong
         self.seen = self.carry = self.more = 0      # bit per connection
         self.prev = 0               # senders counted in the previous interval
@@ -112,54 +142,154 @@ class RxHintModel:
         return P.fair_share_fx(line_mbps, n, self.f_ce, self.f_pkts)
 
     def step(self, valid, conn, ce, more, now, line_mbps, share_ns, mtu):
-        # the divider: a job ends (its result written) or starts, on this cycle's state
-        start = None
+        start = self._divide(line_mbps, mtu)
+        set_iv = set_hint = 0
+        if valid and conn < self.conns:
+            set_iv, set_hint = self._arrive(conn, ce, more, now, share_ns)
+        self._dirty(start, set_iv, set_hint)
+
+    def _divide(self, line_mbps, mtu):
+        # the divider: a job ends or starts, on this cycle's state; MR-ENG-353: an ended job's
+        # result is written at the cycle's end (``_dirty``), so this cycle's arrival is judged
+        # on the interval's length before it
+        start = self.ended = None
         if self.cnt:
             self.cnt -= 1
             if not self.cnt:
-                kind, res = self.job
-                if kind == "iv":
-                    self.iv_extra = res
-                else:
-                    self.hint = res
+                self.ended = self.job
         elif self.iv_dirty or self.hint_dirty:
             start = "iv" if self.iv_dirty else "hint"
             self.job_kind = start
             self.job = (start, self._result(line_mbps, mtu))
             self.cnt = DIV_CYCLES
             self.jobs += 1
-        set_iv = set_hint = 0
-        if valid and conn < self.conns:
-            bit = 1 << conn
-            more_now = (self.more & ~bit) | (bit if more else 0)
-            t = (now - self.epoch) & _TIME_MASK
-            iv = self.interval(share_ns)
-            if t >= iv:             # MR-ENG-331: the interval ends at this arrival
-                self.rollovers += 1
-                stale = t >= 2 * iv
-                self.stale += stale
-                self.prev = 0 if stale else bin(self.seen).count("1")
-                self.f_pkts, self.f_ce = (0, 0) if stale else (self.pkts, self.ce)
-                self.seen = 0 if stale else self.seen & ~self.carry & more_now
-                self.carry = self.seen
-                self.carried += bin(self.carry).count("1")
-                self.pkts = self.ce = 0
-                self.epoch = now & _TIME_MASK
-                set_iv = set_hint = 1
-            if not self.seen & bit:
-                self.seen |= bit
-                set_hint = 1
+        return start
+
+    def _roll(self, now, share_ns, cur):
+        """MR-ENG-331: whether the arrival at ``now`` ends the interval, and whether it is
+        stale; if it ends, the previous interval's count (``cur``, this one's), drain counts and
+        start move on."""
+        t = (now - self.epoch) & _TIME_MASK
+        iv = self.interval(share_ns)
+        if t < iv:
+            return False, False
+        self.rollovers += 1
+        stale = t >= 2 * iv
+        self.stale += stale
+        self.prev = 0 if stale else cur
+        self.f_pkts, self.f_ce = (0, 0) if stale else (self.pkts, self.ce)
+        self.pkts = self.ce = 0
+        self.epoch = now & _TIME_MASK
+        return True, stale
+
+    def _count(self, ce):
+        if self.pkts < (1 << PKT_BITS) - 1:      # MR-ENG-332: saturating, CE with it
+            self.pkts += 1
+            self.ce += 1 if ce else 0
+
+    def _dirty(self, start, set_iv, set_hint):
+        if self.ended is not None:
+            kind, res = self.ended
+            if kind == "iv":
+                self.iv_extra = res
             else:
-                self.carry &= ~bit
-            self.more = more_now
-            if self.pkts < (1 << PKT_BITS) - 1:      # MR-ENG-332: saturating, CE with it
-                self.pkts += 1
-                self.ce += 1 if ce else 0
+                self.hint = res
         self.iv_dirty = int(bool((self.iv_dirty and start != "iv") or set_iv))
         self.hint_dirty = int(bool((self.hint_dirty and start != "hint") or set_hint))
 
+    def _arrive(self, conn, ce, more, now, share_ns):
+        set_iv = set_hint = 0
+        bit = 1 << conn
+        more_now = (self.more & ~bit) | (bit if more else 0)
+        roll, stale = self._roll(now, share_ns, bin(self.seen).count("1"))
+        if roll:                # MR-ENG-331: the interval ends at this arrival
+            self.seen = 0 if stale else self.seen & ~self.carry & more_now
+            self.carry = self.seen
+            self.carried += bin(self.carry).count("1")
+            set_iv = set_hint = 1
+        if not self.seen & bit:
+            self.seen |= bit
+            set_hint = 1
+        else:
+            self.carry &= ~bit
+        self.more = more_now
+        self._count(ce)
+        return set_iv, set_hint
+
     def busy(self):
         return bool(self.cnt or self.iv_dirty or self.hint_dirty)
+
+
+class RxHintMemModel(RxHintModel):
+    """MR-ENG-346..351: the memory form. Per connection one row ``(a, m)``: the number of the
+    interval of its latest arrival (:data:`EPOCH_BITS` bits, modulo) and its more-due bit; the
+    current interval's number ``E``, whether it began stale, the count ``cur`` of its senders
+    and the count ``mc`` of its arrived senders with more due (the next interval's carried).
+    An arrival is taken one cycle after its record (the row's read): the outputs in cycle t + 1
+    are the flip-flop form's in cycle t (MR-ENG-349)."""
+
+    form = "memory"
+
+    def __init__(self, conns, wrong=None):
+        super().__init__(conns, wrong)
+        self.ebits = 2 if wrong == "epoch" else EPOCH_BITS
+        self.emask = (1 << self.ebits) - 1
+        self.E = 0
+        self.stale_in = 0           # the current interval began with a stale end
+        self.cur = self.mc = 0
+        # MR-ENG-347: every row starts two intervals old (not seen, not carried)
+        self.rows = [(self.emask - 1, 0)] * conns
+        self.pending = None         # the record taken this cycle, counted the next
+        self.last = None            # the previous count's connection and its row before it
+
+    def senders(self):
+        return self.cur if self.wrong == "count" else max(self.prev, self.cur)
+
+    def step(self, valid, conn, ce, more, now, line_mbps, share_ns, mtu):
+        start = self._divide(line_mbps, mtu)
+        set_iv = set_hint = 0
+        last, self.last = self.last, None
+        if self.pending is not None:
+            set_iv, set_hint = self._arrive(*self.pending, share_ns, last)
+        self.pending = (conn, ce, more, now) if valid and conn < self.conns else None
+        self._dirty(start, set_iv, set_hint)
+
+    def _arrive(self, conn, ce, more, now, share_ns, last=None):
+        a, m_old = self.rows[conn]
+        if self.wrong == "forward" and last is not None and last[0] == conn:
+            a, m_old = last[1]      # the row as read, before the previous cycle's write
+        E, more = self.E, int(bool(more))
+        here = a == E               # arrived in this interval
+        carried = a == (E - 1) & self.emask and m_old and not self.stale_in
+        set_iv = set_hint = 0
+        roll, stale = self._roll(now, share_ns, self.cur)
+        if roll:
+            # MR-ENG-348: the carried are the arrived with more due (this one's bit the new);
+            # this one is in the new interval, carried or not
+            kept = 0 if stale else self.mc - (here and m_old)
+            self.carried += kept + (not stale and here and more)
+            self.cur = kept + 1
+            self.mc = more
+            self.E = (E + 1) & self.emask
+            self.stale_in = int(stale)
+            set_iv = set_hint = 1
+        else:
+            if not (here or carried):
+                self.cur += 1       # a new sender of this interval
+                set_hint = 1
+            self.mc += more - (here and m_old)
+        self.last = (conn, self.rows[conn])
+        self.rows[conn] = (self.E, more)
+        self._count(ce)
+        return set_iv, set_hint
+
+    def busy(self):
+        return bool(self.pending is not None or super().busy())
+
+
+def rx_hint_model(conns, wrong=None, form=None):
+    """MR-ENG-346: the model of ``RxHint(conns, wrong=wrong, form=form)``."""
+    return (RxHintMemModel if hint_form(conns, form) == "memory" else RxHintModel)(conns, wrong)
 
 
 class RxHintCycleModel:
@@ -168,8 +298,8 @@ class RxHintCycleModel:
     INPUTS = ["s_seen__valid", "s_seen__payload", "now", "line_mbps", "share_ns", "mtu"]
     OUTPUTS = ["hint", "senders"]
 
-    def __init__(self, conns, wrong=None):
-        self.m = RxHintModel(conns, wrong)
+    def __init__(self, conns, wrong=None, form=None):
+        self.m = rx_hint_model(conns, wrong, form)
         self.lay = seen_layout(conns)
 
     def port_names(self):

@@ -6,9 +6,10 @@ from __future__ import annotations
 import random
 
 from .rx import pack
-from .rx_hint import RxHintModel, seen_layout
+from .rx_hint import RxHintMemModel, RxHintModel, seen_layout
 
-__all__ = ["RandomLoop", "TraceLoop", "endpoint_hints", "model_hints", "two_senders", "incast_start"]
+__all__ = ["RandomLoop", "BurstLoop", "TraceLoop", "endpoint_hints", "model_hints", "two_senders",
+           "incast_start", "forms_compare"]
 
 
 class _Loop:
@@ -58,6 +59,68 @@ class RandomLoop(_Loop):
         rec = ((r.randrange(self.conns), int(r.random() < 0.25), r.randrange(2))
                if r.random() < self.p_valid else None)
         return self._inputs(self.now, rec)
+
+
+class BurstLoop(_Loop):
+    """MR-ENG-350: ``n`` cycles of arrivals in bursts: a burst (``burst`` cycles long on
+    average) has an arrival every cycle, between bursts one with probability ``p_valid``; an
+    arrival is the previous one's connection (back to back when both are in a burst) with
+    probability ``p_same``, else one of the active set, which is redrawn (1 to ``conns``
+    connections) one cycle in ``phase`` (so that connections stay idle for many intervals and
+    come back). ``now`` as :class:`RandomLoop`'s; CE one time in four, more due one in two."""
+
+    def __init__(self, conns, n=4000, seed=0, p_valid=0.2, p_same=0.3, burst=12, phase=400,
+                 line_mbps=10_000, share_ns=300, mtu=64):
+        super().__init__(conns, line_mbps, share_ns, mtu)
+        self.rng, self.n, self.now = random.Random(seed), n, 0
+        self.p_valid, self.p_same, self.burst, self.phase = p_valid, p_same, burst, phase
+        self.active, self.in_burst, self.last = [0], False, 0
+        self.back_to_back = 0       # arrivals of the previous cycle's connection, the cycle after
+        self._prev = None
+
+    @property
+    def finished(self):
+        return self.cycle >= self.n
+
+    def inputs(self):
+        r = self.rng
+        self.now = (self.now + (r.randrange(1, 17) if r.random() > 1 / 500
+                                else r.randrange(1, 4) * 2 * self.cfg["share_ns"])) & 0xFFFF_FFFF
+        if r.random() < 1 / self.phase:
+            self.active = r.sample(range(self.conns), r.randint(1, self.conns))
+        if r.random() < 1 / (self.burst if self.in_burst else 4 * self.burst):
+            self.in_burst = not self.in_burst
+        rec = None
+        if self.in_burst or r.random() < self.p_valid:
+            conn = self.last if r.random() < self.p_same else r.choice(self.active)
+            rec = (conn, int(r.random() < 0.25), r.randrange(2))
+            self.back_to_back += self._prev == conn
+            self.last = conn
+        self._prev = rec[0] if rec else None
+        return self._inputs(self.now, rec)
+
+
+def forms_compare(drv, conns, wrong=None, cfg=None):
+    """MR-ENG-349: the flip-flop form's model and the memory form's (``wrong`` its negative
+    control) on the arrivals of ``drv`` (a loop of this module); returns the cycles ``t`` whose
+    flip-flop outputs ``(hint, senders)`` differ from the memory form's in cycle ``t + 1``, and the
+    two models."""
+    ff, mem = RxHintModel(conns), RxHintMemModel(conns, wrong)
+    lay = drv.lay
+    prev, diff = None, []
+    from .rx import unpack
+    while not drv.finished:
+        inp = drv.inputs()
+        c = {k: inp[k] for k in ("line_mbps", "share_ns", "mtu")}
+        out_ff = (ff.hint, ff.senders())
+        if prev is not None and prev != (mem.hint, mem.senders()):
+            diff.append(drv.cycle - 1)
+        r = unpack(lay, inp["s_seen__payload"])
+        for mod in (ff, mem):
+            mod.step(inp["s_seen__valid"], r["conn"], r["ce"], r["more"], inp["now"], **c)
+        prev = out_ff
+        drv.observe(inp, {"hint": out_ff[0], "senders": out_ff[1]})
+    return diff, ff, mem
 
 
 class TraceLoop(_Loop):
@@ -123,11 +186,12 @@ def endpoint_hints(trace, conns, *, line_mbps, share_ns, mtu, hosts=None, wire_b
     return out
 
 
-def model_hints(trace, conns, *, ns_per_cycle=4, wrong=None, **cfg):
-    """MR-ENG-335: :class:`RxHintModel` on ``trace`` as :class:`TraceLoop` drives it: the hint
-    after each arrival (read at the next arrival's cycle, the last one at the end)."""
+def model_hints(trace, conns, *, ns_per_cycle=4, wrong=None, form="flops", **cfg):
+    """MR-ENG-335: :class:`RxHintModel` (``form`` "memory": :class:`RxHintMemModel`,
+    MR-ENG-350) on ``trace`` as :class:`TraceLoop` drives it: the hint after each arrival (read
+    at the next arrival's cycle, the last one at the end)."""
     drv = TraceLoop(conns, trace, ns_per_cycle, **cfg)
-    m = RxHintModel(conns, wrong)
+    m = (RxHintMemModel if form == "memory" else RxHintModel)(conns, wrong)
     c = cfg
     while not drv.finished:
         inp = drv.inputs()

@@ -1,13 +1,18 @@
-"""The receiver's rate hint block (docs/spec/hw-engine.md section 5q, MR-ENG-328..337):
-``hdl.rx_hint.RxHint`` in lockstep with ``models.rx_hint.RxHintModel``, and the model (and the
-RTL in lockstep) against the reference endpoint's ``_rate_hint`` on the same arrivals."""
+"""The receiver's rate hint block (docs/spec/hw-engine.md sections 5q and 5r, MR-ENG-328..337,
+MR-ENG-346..356): ``hdl.rx_hint.RxHint`` in its two forms in lockstep with
+``models.rx_hint.RxHintModel`` / ``RxHintMemModel``, the memory form's model against the
+flip-flop form's, and the models (and the RTL in lockstep) against the reference endpoint's
+``_rate_hint`` on the same arrivals."""
+import gc
 import random
+import warnings
 
 import pytest
+from amaranth.hdl import UnusedElaboratable
 
 from metaroce.models import protocol as P
 from metaroce.models import rx_hint_cases as hc
-from metaroce.models.rx_hint import RxHintCycleModel
+from metaroce.models.rx_hint import EPOCH_BITS, MEM_FROM, RxHintCycleModel, hint_form
 
 #: MR-ENG-335: the directed runs' receiver: 10 Gb/s, a 2 us share interval, 1 KiB MTU
 CFG = dict(line_mbps=10_000, share_ns=2_000, mtu=1024)
@@ -35,9 +40,9 @@ def test_fair_share_fx():
             ep._share_iv_of(k) for k in range(70)]
 
 
-def _rtl(conns, wrong=None):
+def _rtl(conns, wrong=None, form=None):
     from metaroce.hdl.rx_hint import RxHint
-    return RxHint(conns, wrong=wrong)
+    return RxHint(conns, wrong=wrong, form=form)
 
 
 def test_rx_hint_lockstep_amaranth():
@@ -70,12 +75,14 @@ def test_rx_hint_two_senders_endpoint():
     the endpoint's MR-CC-010 prediction and MR-CC-012 limited senders do not act), and it takes
     0, the half share 5,000 and the drained shares. Negative controls: the model with the
     current interval's count only, or without the drain term, differs from the endpoint. The
-    RTL on the same trace: ``test_rx_hint_two_senders_rtl`` (slow)."""
+    RTL on the same trace: ``test_rx_hint_two_senders_rtl`` (slow). MR-ENG-350: the memory
+    form's model gives the same hints."""
     tr = hc.two_senders()
     ref = hc.endpoint_hints(tr, 2, **CFG)
     assert not any(pred or lim for _, pred, lim in ref)
     want = [h for h, _, _ in ref]
     assert hc.model_hints(tr, 2, **CFG) == want
+    assert hc.model_hints(tr, 2, form="memory", **CFG) == want        # MR-ENG-350
     assert {0, 5_000, 4_900, 4_800} <= set(want)
     for wrong in ("count", "drain"):
         assert hc.model_hints(tr, 2, wrong=wrong, **CFG) != want
@@ -105,3 +112,151 @@ def test_rx_hint_not_built_prediction():
     assert any(pred for _, pred, _ in ref)
     assert got[:8] == [P.fair_share_fx(10_000, k) for k in range(1, 9)]
     assert all(h >= e for (e, _, _), h in zip(ref, got)) and any(h > e for (e, _, _), h in zip(ref, got))
+
+
+def test_rx_hint_forms():
+    """MR-ENG-346: the form by size (flip-flops below ``MEM_FROM``), given or checked; the
+    memory form's negative controls are its own. MR-ENG-356: the block ``rx_hint_4096`` (the
+    one measured) is the memory form, ``rx_hint`` the flip-flop form."""
+    from metaroce.hdl.board_top import _silence_unused
+    from metaroce.hdl.rx_hint import RxHint, rx_hint_4096, rx_hint_small
+    assert hint_form(MEM_FROM - 1) == "flops" and hint_form(MEM_FROM) == "memory"
+    built = [rx_hint_4096(), rx_hint_small(), RxHint(4, form="memory"), RxHint(MEM_FROM, form="flops")]
+    for blk in built:
+        _silence_unused(blk)        # only their forms are read
+    assert [b.form for b in built] == ["memory", "flops", "memory", "flops"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnusedElaboratable)    # the refused blocks
+        for bad in (dict(form="sram"), dict(wrong="forward"), dict(form="flops", wrong="epoch")):
+            with pytest.raises(ValueError):
+                RxHint(4, **bad)
+            with pytest.raises(ValueError):
+                RxHintCycleModel(4, **bad)
+        gc.collect()
+    assert type(RxHintCycleModel(MEM_FROM).m).__name__ == "RxHintMemModel"
+
+
+def test_rx_hint_forms_agree():
+    """MR-ENG-347..350, MR-ENG-352, MR-ENG-355: the memory form's model (its rows, interval
+    numbers and counts) against the flip-flop form's on the same arrivals (``BurstLoop``: bursts of an arrival every cycle, the same
+    connection back to back, connections idle for many intervals and back, intervals ended
+    under load, stale ones; 3, 16 and 64 connections): its ``hint`` and ``senders`` in cycle
+    t + 1 are the flip-flop form's in cycle t, every cycle (0 differences). Negative controls:
+    without the forward, and with 2-bit interval numbers, they differ."""
+    runs = []
+    for conns, seed in ((3, 1), (16, 2), (64, 3)):
+        drv = hc.BurstLoop(conns, n=4000, seed=seed)
+        diff, ff, mem = hc.forms_compare(drv, conns)
+        assert diff == [] and mem.rows and mem.ebits == EPOCH_BITS
+        runs.append((drv, ff))
+    assert all(drv.back_to_back > 300 and ff.rollovers > 15 and ff.stale and ff.carried > 50
+               for drv, ff in runs)
+    assert [drv.max_senders for drv, _ in runs] == [3, 8, 58] and len(runs[2][0].hints) > 20
+    for wrong in ("forward", "epoch"):
+        diff, _, _ = hc.forms_compare(hc.BurstLoop(16, n=4000, seed=2), 16, wrong)
+        assert len(diff) > 10
+
+
+def test_rx_hint_memory_lockstep_amaranth():
+    """MR-ENG-350..353: ``RxHint(16, form="memory")`` against
+    ``RxHintMemModel(16)`` on every output every cycle, 2,000 cycles of ``BurstLoop`` (arrivals
+    every cycle in bursts, back to back on one connection, intervals ended under load): 0
+    mismatches. Negative controls: the RTL without the forward, and with 2-bit interval numbers,
+    against the right model mismatch on ``senders`` or ``hint``."""
+    from metaroce.tb.lockstep import Mismatch, run_amaranth
+    drv = hc.BurstLoop(16, n=2000, seed=3)
+    model = RxHintCycleModel(16, form="memory")
+    core = run_amaranth(_rtl(16, form="memory"), model, drv)
+    assert core.mismatches == 0 and drv.taken > 600 and drv.back_to_back > 150
+    assert model.m.rollovers > 30 and model.m.stale >= 2 and model.m.carried > 40
+    assert drv.max_senders >= 12 and len(drv.hints) > 10
+    for wrong in ("forward", "epoch"):
+        with pytest.raises(Mismatch, match="hint|senders"):
+            run_amaranth(_rtl(16, wrong, "memory"), RxHintCycleModel(16, form="memory"),
+                         hc.BurstLoop(16, n=3000, seed=3))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("form", ["flops", "memory"])
+def test_rx_hint_burst_lockstep_small(form):
+    """MR-ENG-353: ``RxHint(4)`` in either form against its model on ``BurstLoop`` (3,000
+    cycles): 0 mismatches (the flip-flop form's model before MR-ENG-353 mismatched at cycle
+    2,547 of this run: an interval's length written by the divider in the cycle of an arrival)."""
+    from metaroce.tb.lockstep import run_amaranth
+    drv = hc.BurstLoop(4, n=3000, seed=3)
+    core = run_amaranth(_rtl(4, form=form), RxHintCycleModel(4, form=form), drv)
+    assert core.mismatches == 0 and drv.back_to_back > 200
+
+
+@pytest.mark.slow
+def test_rx_hint_4096_lockstep_amaranth():
+    """MR-ENG-350: the block ``rx_hint_4096`` (the memory form at 4,096 connections) against
+    its model, 3,000 cycles of ``BurstLoop`` over 4,096 connections: 0 mismatches."""
+    from metaroce.hdl.rx_hint import rx_hint_4096
+    from metaroce.models.rx_hint import rx_hint_model_4096
+    from metaroce.tb.lockstep import run_amaranth
+    drv = hc.BurstLoop(4096, n=3000, seed=4, phase=600)
+    core = run_amaranth(rx_hint_4096(), rx_hint_model_4096(), drv)
+    assert core.mismatches == 0 and drv.back_to_back > 200 and drv.max_senders > 100
+
+
+def _reset_run(wrong=None, conns=16, n=1500, at=(600, 1100), first=False):
+    """MR-ENG-354: ``RxHint(conns, form="memory")`` on ``BurstLoop``, the domain's reset held
+    one cycle at each cycle of ``at`` (the record of that cycle and the one counted in it
+    lost), ``now`` starting again from 0 (the engine's clock reset with it); the model a new
+    ``RxHintMemModel`` from the cycle after each; ``first``: the run stops at the first
+    difference. Returns the cycles
+    whose ``hint`` or ``senders`` differ from the model's and the models' senders at the resets."""
+    from amaranth.hdl import ClockDomain, Module
+    from amaranth.sim import Simulator
+
+    from metaroce.models.rx import unpack
+    from metaroce.models.rx_hint import RxHintMemModel
+    dut = _rtl(conns, wrong, "memory")
+    top = Module()
+    top.domains.sync = cd = ClockDomain()
+    top.submodules.dut = dut
+    drv = hc.BurstLoop(conns, n=n, seed=5)
+    diff, senders = [], []
+
+    async def bench(ctx):
+        model = RxHintMemModel(conns)
+        while not drv.finished:
+            inp = drv.inputs()
+            r = unpack(drv.lay, inp["s_seen__payload"])
+            ctx.set(dut.s_seen.valid, inp["s_seen__valid"])
+            ctx.set(dut.s_seen.payload.as_value(), inp["s_seen__payload"])
+            for k in ("now", "line_mbps", "share_ns", "mtu"):
+                ctx.set(getattr(dut, k), inp[k])
+            ctx.set(cd.rst, drv.cycle in at)
+            out = (model.hint, model.senders())
+            if (ctx.get(dut.hint), ctx.get(dut.senders)) != out:
+                diff.append(drv.cycle)
+                if first:
+                    return
+            if drv.cycle in at:
+                senders.append(out[1])
+                model = RxHintMemModel(conns)
+                drv.now = 0         # the engine's clock is reset with it
+            else:
+                model.step(inp["s_seen__valid"], r["conn"], r["ce"], r["more"], inp["now"],
+                           inp["line_mbps"], inp["share_ns"], inp["mtu"])
+            drv.observe(inp, {"hint": out[0], "senders": out[1]})
+            await ctx.tick()
+
+    sim = Simulator(top)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    return diff, senders
+
+
+def test_rx_hint_memory_reset():
+    """MR-ENG-354: the memory form reset twice after traffic (senders counted at each reset)
+    is a new block from the cycle after: 0 differences from a new model on every output every
+    cycle. Negative control: the interval number kept through the reset as the rows are (the
+    senders of the interval before the reset read as seen, not counted) differs."""
+    diff, senders = _reset_run()
+    assert diff == [] and min(senders) >= 2
+    bad, _ = _reset_run("reset", first=True)
+    assert bad and bad[0] > 600
