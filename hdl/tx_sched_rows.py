@@ -1363,8 +1363,8 @@ class TxSchedRows(wiring.Component):
         """A schedule op's decision on the row ``row_bits`` (MR-TXS-023..026; S1's row,
         MR-TXS-471, registered into S2 as ``pipe.s2_pre``): whether it resends and whether the
         resend head is dropped, the stream it picks, its slot, chunk and bytes, whether it may
-        send (a candidate, the connection window, a path), the path, each path's ACK request,
-        whether its chunk is its message's last, ``unsent`` after a new chunk, the refill's pick
+        send (a candidate, the connection window, a path), the path (its ACK request formed in
+        S2, MR-TXS-512), whether its chunk is its message's last, ``unsent`` after a new chunk, the refill's pick
         (MR-TXS-258); as one record (:meth:`_sched_layout`), a function of the row alone (terms
         that read S2's time, with pacing, are formed in S2). MR-TXS-503: also, for a report
         (``arg``, the op's argument; 0 without it), whether its chunk is acknowledged on this
