@@ -30,16 +30,16 @@ __all__ = ["RowPipe", "RowPipeLane", "ConnFifo", "TailSyncFifo", "TxSchedRows"]
 class RowPipe(wiring.Component):
     """MR-TXS-220/221: ``rows`` rows of ``row_width`` bits in a block RAM (one synchronous,
     non-transparent read and one write per cycle). An operation taken in cycle t (``take_valid``,
-    ``take_conn``, ``take_arg``) has its row read at the edge ending t; S1 (t+1) registers it,
-    taking instead the row written at the previous edge when the connections are equal (the op
-    two ahead); S2 (t+2) takes the row written at the previous edge when the connections are
-    equal (the op just ahead), computes ``apply(m, row, arg) -> new row`` and writes it back.
-    ``wb_*``: the write at the last edge (registers; ``wb_conn``/``wb_row`` kept while
-    ``wb_valid`` is 0). ``forward=False``: the wrong form without the two forwards.
-    ``collision_garbage`` (simulation only): a read that met a write of its row returns its row
-    inverted (MR-FLOW-028's attribute holds: such a read is never used). The
-    forwards' selects are registers (their equality terms decided a cycle ahead), so neither
-    starts at a comparator."""
+    ``take_conn``, ``take_arg``) has its row read at the edge ending t; S1 (t+1) takes instead
+    the row written at the previous edge when the connections are equal (the op two ahead), and
+    S2's register takes at the edge into S2 the row S2 writes at that edge when the connections
+    are equal (the op just ahead; MR-TXS-507); S2 (t+2) computes ``apply(m, row, arg) -> new
+    row`` on its register and writes it back. ``wb_*``: the write at the last edge (registers;
+    ``wb_conn``/``wb_row`` kept while ``wb_valid`` is 0). ``forward=False``: the wrong form
+    without the two forwards. ``collision_garbage`` (simulation only): a read that met a write
+    of its row returns its row inverted (MR-FLOW-028's attribute holds: such a read is never
+    used). S1's forward select is a register (its equality term decided a cycle ahead); S2's
+    compares two registers, beside S2's op."""
 
     def __init__(self, rows, row_width, arg_width, apply, *, init=(), forward=True,
                  collision_garbage=False, take_eq_in=False, pre=None, pre_width=0):
@@ -87,12 +87,13 @@ class RowPipe(wiring.Component):
         s1_valid, s1_conn, s1_arg = self.s1_valid, self.s1_conn, self.s1_arg
         m.d.sync += [s1_valid.eq(self.take_valid), s1_conn.eq(self.take_conn),
                      s1_arg.eq(self.take_arg)]
-        # S1 -> S2: the write of the op two ahead replaces the read (MR-TXS-221)
+        # S1 -> S2: the write of the op two ahead replaces the read (MR-TXS-221), the write
+        # at the edge (the op just ahead's) replaces both (MR-TXS-507)
         s2_valid, s2_conn, s2_arg = self.s2_valid, self.s2_conn, self.s2_arg
         s2_row = Signal(W)
         # the equality terms decided a cycle ahead and registered (MR-TX-035's form): in the
         # take cycle against the op in S2 (it writes at this edge: next cycle's last write),
-        # in S1 against the op in S2 (the op just ahead of S1's)
+        # in S1 against the op in S2 (the op just ahead of S1's; MR-TXS-504's s2_fwd)
         fwd_two = Signal()
         fwd_one = Signal()
         if self.forward:
@@ -101,16 +102,19 @@ class RowPipe(wiring.Component):
                          fwd_one.eq(s2_valid & (s2_conn == s1_conn))]
         s1_row = Signal(W)
         m.d.comb += s1_row.eq(Mux(fwd_two, self.wb_row, rd_data))
+        # MR-TXS-507: the forward of the op just ahead taken at the edge into S2 (S2's write
+        # at that edge, new_row, in place of S1's row), so S2 applies its op to its register
+        # alone: one select of three before the register, none after it
+        fwd_s1 = Signal()
+        if self.forward:
+            m.d.comb += fwd_s1.eq(s2_valid & (s2_conn == s1_conn))
+        new_row = Signal(W)
         m.d.sync += [s2_valid.eq(s1_valid), s2_conn.eq(s1_conn), s2_arg.eq(s1_arg),
-                     s2_row.eq(s1_row)]
+                     s2_row.eq(Mux(fwd_s1, new_row, s1_row))]
         if self.pre is not None:
             m.d.sync += self.s2_pre.eq(self.pre(m, s1_row, s1_arg))
             m.d.comb += self.s2_fwd.eq(fwd_one)
-        # S2: the write of the op just ahead replaces the registered row
-        row_in = Signal(W)
-        m.d.comb += row_in.eq(Mux(fwd_one, self.wb_row, s2_row))
-        new_row = Signal(W)
-        m.d.comb += new_row.eq(self.apply(m, row_in, s2_arg))
+        m.d.comb += new_row.eq(self.apply(m, s2_row, s2_arg))
         m.d.comb += [wr.addr.eq(s2_conn), wr.data.eq(new_row), wr.en.eq(s2_valid)]
         m.d.sync += self.wb_valid.eq(s2_valid)
         with m.If(s2_valid):
@@ -710,7 +714,15 @@ class TxSchedRows(wiring.Component):
             w = self.s_wr.payload
             m.d.sync += [b_wr_v.eq(1), wr_blocked.eq(0), b_wr.rsp.eq(0), b_wr.msg.eq(0),
                          b_wr.err.eq(0), w_status.eq(wr_status(w))]
-            m.d.sync += [getattr(b_wr, k).eq(getattr(w, k)) for k, _ in lay.wr]
+            # MR-TXS-513: the fields a frame of its op does not carry loaded as 0 (so the
+            # descriptor holds them 0 and the frame takes its fields unmasked)
+            send = (w.op == OP_SEND) | (w.op == OP_SEND_IMM)
+            keep = {"va": ~send, "rkey": ~send,
+                    "imm": (w.op == OP_WRITE_IMM) | (w.op == OP_SEND_IMM),
+                    "swap": (w.op == OP_CMP_SWAP) | (w.op == OP_FETCH_ADD),
+                    "compare": w.op == OP_CMP_SWAP}
+            m.d.sync += [getattr(b_wr, k).eq(Mux(keep[k], getattr(w, k), 0) if k in keep
+                                             else getattr(w, k)) for k, _ in lay.wr]
         # the lost report
         with m.If(s2_ok & (s2_kind == K_LOST)):
             m.d.sync += [lost_busy.eq(0), b_lost_v.eq(0)]
@@ -802,10 +814,7 @@ class TxSchedRows(wiring.Component):
             # MR-TXS-482 (`started`); MR-TXS-501: a refused request leaves the row as read,
             # by its branch (no mux of the whole row after the op)
             with m.If(w_status != 0):
-                m.d.comb += [mid.conn.started.eq(1),
-                             cqe_v.eq(1), cqe.conn.eq(conn), cqe.stream.eq(w.stream),
-                             cqe.wr_id.eq(w.wr_id), cqe.status.eq(w_status), cqe.op.eq(w.op),
-                             cqe.length.eq(w.length)]
+                m.d.comb += [mid.conn.started.eq(1), cqe_v.eq(1)]
             with m.Elif(count(st_w) >= D):
                 m.d.comb += refused.eq(1)                         # MR-TXS-217
             with m.Else():
@@ -825,19 +834,22 @@ class TxSchedRows(wiring.Component):
                                              ne.status.eq(0), ne.out.eq(0),
                                              ne.lap.eq(st_w.tail[db:]), ne.rsp.eq(w.rsp),
                                              ne.err.eq(w.err), ne.lnq.eq(0)]   # MR-TXS-257
-                m.d.comb += [mid.conn.unsent.eq(r.conn.unsent + w_n), desc_we.eq(1),
-                             desc_slot.eq(w_slot)]
+                m.d.comb += [mid.conn.unsent.eq(r.conn.unsent + w_n), desc_we.eq(1)]
                 # MR-TXS-271: a path's newest packet no longer names the slot filled (the
                 # model's tail is cleared by the first op that finds its entry free)
                 for p in range(Pn):
                     with m.If(r.paths[p].tail_slot == w_slot):
                         m.d.comb += mid.paths[p].tail_ok.eq(0)
-                m.d.comb += [desc_rec.laddr.eq(w.laddr), desc_rec.va.eq(w.va),
-                             desc_rec.rkey.eq(w.rkey), desc_rec.imm.eq(w.imm),
-                             desc_rec.swap.eq(w.swap), desc_rec.compare.eq(w.compare),
-                             desc_rec.wr_id.eq(w.wr_id),
-                             desc_rec.msg.eq(Mux(w.rsp, w.msg, st_w.msg_next)),
-                             desc_rec.recv_seq.eq(Mux(is_send, st_w.send_seq, 0))]
+
+        # MR-TXS-508: the descriptor's record and slot whatever the op (the write enable alone
+        # says whether it is written)
+        m.d.comb += [desc_slot.eq(w_slot),
+                     desc_rec.laddr.eq(w.laddr), desc_rec.va.eq(w.va),
+                     desc_rec.rkey.eq(w.rkey), desc_rec.imm.eq(w.imm),
+                     desc_rec.swap.eq(w.swap), desc_rec.compare.eq(w.compare),
+                     desc_rec.wr_id.eq(w.wr_id),
+                     desc_rec.msg.eq(Mux(w.rsp, w.msg, st_w.msg_next)),
+                     desc_rec.recv_seq.eq(Mux(is_send, st_w.send_seq, 0))]
 
         # ---- a report (MR-TXS-020/021, MR-TXS-208: the acknowledged chunk counted here)
         rp_path, rp_slot, rp_chunk = a.path, a.slot, a.chunk
@@ -983,10 +995,16 @@ class TxSchedRows(wiring.Component):
                     else r.streams[s_].done[:db])) for s_ in range(S))).any()
                 with m.If((((k - r.conn.rhead)[:rb] if rb else 0) < r.conn.rcount) & at_head):
                     m.d.comb += mid.retx[k].stale.eq(1)
-            m.d.comb += [cqe_v.eq(1), cqe_rsp.eq(ce.rsp), cqe.conn.eq(conn),
-                         cqe.stream.eq(Mux(ce.rsp, cd.wr_id, c_s)), cqe.wr_id.eq(cd.wr_id),
-                         cqe.status.eq(ce.status), cqe.op.eq(ce.op),
-                         cqe.length.eq(Mux(ce.rsp, cd.msg, ce.length))]
+            m.d.comb += cqe_v.eq(1)
+        # MR-TXS-509: the completion record whatever the op, a work request's (its status) or
+        # the completion's by the kind (cqe_v alone says whether it is pushed)
+        is_wr = is_k[K_WR]
+        m.d.comb += [cqe_rsp.eq(~is_wr & ce.rsp), cqe.conn.eq(conn),
+                     cqe.stream.eq(Mux(is_wr, w.stream, Mux(ce.rsp, cd.wr_id, c_s))),
+                     cqe.wr_id.eq(Mux(is_wr, w.wr_id, cd.wr_id)),
+                     cqe.status.eq(Mux(is_wr, w_status, ce.status)),
+                     cqe.op.eq(Mux(is_wr, w.op, ce.op)),
+                     cqe.length.eq(Mux(is_wr, w.length, Mux(ce.rsp, cd.msg, ce.length)))]
 
         # ---- a window write (MR-TXS-028) and a verdict (MR-TXS-114/115/121)
         for p in range(Pn):
@@ -1083,21 +1101,34 @@ class TxSchedRows(wiring.Component):
         gps = path_at(g_p)
         psn = gps.next_psn
         unsent_new = sp.unsent_new
-        # MR-TXS-312: each path's ACK request, the chosen path's selected after the path choice
-        req_p = sp.req_p
-        req = Signal()
-        m.d.comb += req.eq(req_p.bit_select(g_p, 1) if Pn > 1 else req_p[0])
+        # MR-TXS-512: the ACK request (MR-TXS-312's terms) of the chosen path alone, formed in
+        # S2 on its fields selected by the registered path choice and on the registered bytes
+        # (S2's row is S1's for a schedule op, MR-TXS-470), not for every path in S1
+        rcount_new = Signal.like(cr.rcount, name="req_rcount_new")
+        room = Signal(signed(records.BYTES_BITS + 3), name="req_room")
+        m.d.comb += [rcount_new.eq(cr.rcount - resend),
+                     room.eq(Mux(gps.col, mtu, gps.cwnd) - mtu - gps.inflight)]
+        nb_w = mtu_log2 + 1
+        req = Signal(name="sched_req")
+        m.d.comb += req.eq((gps.since_req + 1 >= prm["ack_every"])
+                           | (room < 0) | (((room >> nb_w) == 0) & (nb_sched > room[:nb_w]))
+                           | (unsent_new + rcount_new < Pn) | (gps.state == PATH_PROBING))
         with m.If((sched_go if self.pacing else is_k[K_SCHED]) & drop):
             m.d.comb += popped.eq(1)
+        # MR-TXS-510: the chosen path's PSN, bytes and packets after the packet formed once on
+        # its fields selected by the path choice (a register, MR-TXS-471), not for every path
+        g_psn1, g_infl, g_pkts1 = (Signal.like(gps.next_psn, name="pkt_psn1"),
+                                   Signal.like(gps.inflight, name="pkt_inflight"),
+                                   Signal.like(gps.pkts, name="pkt_pkts1"))
+        g_sreq = Signal.like(gps.since_req, name="pkt_since_req")
+        m.d.comb += [g_psn1.eq(psn + 1), g_infl.eq(plus_nb(gps.inflight)),
+                     g_pkts1.eq(gps.pkts + 1), g_sreq.eq(Mux(req, 0, gps.since_req + 1))]
         with m.If(pkt):
             for p in range(Pn):
                 with m.If(g_p == p):
-                    # MR-TXS-313: path p's own fields and request, not the chosen path's select
-                    np_, ps = mid.paths[p], r.paths[p]
-                    m.d.comb += [np_.next_psn.eq(ps.next_psn + 1),
-                                 np_.inflight.eq(plus_nb(ps.inflight)),
-                                 np_.pkts.eq(ps.pkts + 1),
-                                 np_.since_req.eq(Mux(req_p[p], 0, ps.since_req + 1)),
+                    np_ = mid.paths[p]
+                    m.d.comb += [np_.next_psn.eq(g_psn1), np_.inflight.eq(g_infl),
+                                 np_.pkts.eq(g_pkts1), np_.since_req.eq(g_sreq),
                                  np_.tail_ok.eq(1), np_.tail_slot.eq(g_slot),
                                  np_.tail_chunk.eq(g_chunk), np_.tail_lap.eq(ge.lap)]
             m.d.comb += [mid.conn.inflight.eq(plus_nb(cr.inflight)),
@@ -1164,8 +1195,6 @@ class TxSchedRows(wiring.Component):
                 m.d.comb += mid.conn.rcount.eq(r.conn.rcount + 1)
         # the frame request (MR-TXS-040) and the sent event
         gd = desc_at(g_slot)
-        send_op = (ge.op == OP_SEND) | (ge.op == OP_SEND_IMM)
-        imm_op = (ge.op == OP_WRITE_IMM) | (ge.op == OP_SEND_IMM)
         atom = (ge.op == OP_CMP_SWAP) | (ge.op == OP_FETCH_ADD)
         off = Signal(32)
         m.d.comb += off.eq(g_chunk << mtu_log2)
@@ -1182,13 +1211,15 @@ class TxSchedRows(wiring.Component):
             frame.bth_ack_req.eq(req | is_probe), frame.bth_psn.eq(Mux(is_probe, a.psn, psn)),
             frame.mrdh_flags.eq(flags), frame.mrdh_path.eq(Mux(is_probe, a.path, g_p)), frame.mrdh_stream.eq(Mux(ge.rsp, gd.wr_id, g_slot >> db)),
             frame.mrdh_msg.eq(gd.msg), frame.mrdh_offset.eq(off), frame.mrdh_msg_len.eq(g_ml),
-            frame.reth_va.eq(Mux(send_op, 0, gd.va)), frame.reth_rkey.eq(Mux(send_op, 0, gd.rkey)),
+            # MR-TXS-513: the descriptor's fields 0 where the op's frame carries none (the
+            # request's register loaded so; recv_seq written so)
+            frame.reth_va.eq(gd.va), frame.reth_rkey.eq(gd.rkey),
             frame.reth_dma_len.eq(ge.length),
-            frame.mrsh_recv_seq.eq(Mux(send_op, gd.recv_seq, 0)),
-            frame.imm_imm.eq(Mux(imm_op, gd.imm, 0)), frame.payload_len.eq(g_nb),
+            frame.mrsh_recv_seq.eq(gd.recv_seq),
+            frame.imm_imm.eq(gd.imm), frame.payload_len.eq(g_nb),
             frame.slot.eq(g_slot), frame.lap.eq(ge.lap),                   # MR-TXS-411
-            frame.swap.eq(Mux(atom, gd.swap, 0)),
-            frame.compare.eq(Mux(o == OP_CMP_SWAP, gd.compare, 0)), frame.gen.eq(Mux(is_probe, tps.gen, gps.gen)),
+            frame.swap.eq(gd.swap),
+            frame.compare.eq(gd.compare), frame.gen.eq(Mux(is_probe, tps.gen, gps.gen)),
             sent.conn.eq(conn), sent.path.eq(g_p), sent.psn.eq(psn), sent.slot.eq(g_slot),
             sent.chunk.eq(g_chunk), sent.nbytes.eq(g_nb), sent.req.eq(req), sent.abort.eq(0),
             sent.t_sent.eq(self.now), sent.lap.eq(ge.lap)]
@@ -1322,7 +1353,7 @@ class TxSchedRows(wiring.Component):
             "resend": 1, "drop": 1, "go": 1, "before": 1, "at": 1,
             "last_bytes": mtu_log2 + 1, "n_s": max(1, (S - 1).bit_length()),
             "g_slot": 3, "g_chunk": records.CHUNK_BITS, "nb": mtu_log2 + 1, "last": 1,
-            "g_p": max(1, (Pn - 1).bit_length()), "req_p": Pn,
+            "g_p": max(1, (Pn - 1).bit_length()),
             "unsent_new": rl.conn["unsent"].shape, "f_any": 1,
             "f_slot": max(1, (S * D - 1).bit_length()), "f_bit": max(1, (W - 1).bit_length()),
             "f_chunk": records.CHUNK_BITS,
@@ -1332,8 +1363,8 @@ class TxSchedRows(wiring.Component):
         """A schedule op's decision on the row ``row_bits`` (MR-TXS-023..026; S1's row,
         MR-TXS-471, registered into S2 as ``pipe.s2_pre``): whether it resends and whether the
         resend head is dropped, the stream it picks, its slot, chunk and bytes, whether it may
-        send (a candidate, the connection window, a path), the path, each path's ACK request,
-        whether its chunk is its message's last, ``unsent`` after a new chunk, the refill's pick
+        send (a candidate, the connection window, a path), the path (its ACK request formed in
+        S2, MR-TXS-512), whether its chunk is its message's last, ``unsent`` after a new chunk, the refill's pick
         (MR-TXS-258); as one record (:meth:`_sched_layout`), a function of the row alone (terms
         that read S2's time, with pacing, are formed in S2). MR-TXS-503: also, for a report
         (``arg``, the op's argument; 0 without it), whether its chunk is acknowledged on this
@@ -1442,18 +1473,8 @@ class TxSchedRows(wiring.Component):
                              & (ps.pkts < prm["path_pkts"])))
         p_any, g_p = _first_from(p_can, cr.rr, Pn)
         unsent_new = Signal.like(cr.unsent)
-        rcount_new = Signal.like(cr.rcount)
-        m.d.comb += [unsent_new.eq(cr.unsent - ~resend), rcount_new.eq(cr.rcount - resend)]
-        # MR-TXS-312: each path's ACK request formed on its own (its room, window - mtu -
-        # inflight from the row alone, against the bytes)
-        few = unsent_new + rcount_new < Pn
-        req_p = Signal(Pn)
-        for p in range(Pn):
-            ps = r.paths[p]
-            room_p = Signal(signed(records.BYTES_BITS + 3), name=f"req_room{p}")
-            m.d.comb += [room_p.eq(Mux(ps.col, mtu, ps.cwnd) - mtu - ps.inflight),
-                         req_p[p].eq((ps.since_req + 1 >= prm["ack_every"]) | nb_gt(room_p)
-                                     | few | (ps.state == PATH_PROBING))]
+        m.d.comb += unsent_new.eq(cr.unsent - ~resend)
+        # (MR-TXS-512: the ACK request formed in S2, for the chosen path alone)
         # MR-TXS-258: the refill's pick (the lowest live entry not failed with a bit, its
         # lowest bit)
         f_ok = [Signal(name=f"fill_ok{k}") for k in range(SD)]
@@ -1480,7 +1501,7 @@ class TxSchedRows(wiring.Component):
                      pv.g_slot.eq(g_slot),
                      pv.g_chunk.eq(g_chunk), pv.nb.eq(nb_sched), pv.last.eq(n_last),
                      pv.before.eq(before_sel), pv.at.eq(at_sel), pv.last_bytes.eq(last_sel),
-                     pv.g_p.eq(g_p[:max(1, pb)]), pv.req_p.eq(req_p),
+                     pv.g_p.eq(g_p[:max(1, pb)]),
                      pv.unsent_new.eq(unsent_new), pv.f_any.eq(f_any), pv.f_slot.eq(f_slot),
                      pv.f_bit.eq(f_bit), pv.f_chunk.eq(f_chunk)]
         if arg is not None:

@@ -429,11 +429,11 @@ def test_connection_failure():
 
 @pytest.mark.parametrize("old,new", [
     ("fwd_two.eq(s2_valid & take_eq)", "fwd_two.eq(0)"),
-    ("fwd_one.eq(s2_valid & (s2_conn == s1_conn))", "fwd_one.eq(0)"),
-    ("fwd_one.eq(s2_valid & (s2_conn == s1_conn))", "fwd_one.eq(s2_conn == s1_conn)")])
+    ("fwd_s1.eq(s2_valid & (s2_conn == s1_conn))", "fwd_s1.eq(0)")])
 def test_row_pipe_wrong_forms_fail(old, new):
-    """MR-TXS-237, MR-TXS-221 (negative controls): the RTL with one of its two forwards left
-    out, or taken without the write's valid, fails the lockstep."""
+    """MR-TXS-237, MR-TXS-221, MR-TXS-507 (negative controls): the RTL with one of its two
+    forwards left out fails the lockstep (MR-TXS-511: the forward into S2 taken without the
+    write's valid, on the scheduler's traffic)."""
     from metaroce.tb.lockstep import wrong_form
     assert lane_lockstep(True, True, hdl=wrong_form("tx_sched_rows", old, new)) is None
 
@@ -489,7 +489,10 @@ def test_rows_rtl_lockstep(prm, n, seed, kw):
     (MR-TXS-314: with rdep33's terms of MR-TXS-310..313; MR-TXS-436/438/439: with lvl42's
     queue terms, chunk bytes and schedule op's bytes; MR-TXS-455: with rows43's parallel
     forms; MR-TXS-459: with push44's queue tails and forward term; MR-TXS-470..473: with the
-    schedule op's decision formed in S1 behind the hold, and no descriptor forward)."""
+    schedule op's decision formed in S1 behind the hold, and no descriptor forward;
+    MR-TXS-507/508/509/510/512/513/514: with schedlut49's forward into S2's register, the descriptor's and
+    the completion's records formed whatever the op, the chosen path's updates and ACK request
+    formed once, the descriptor's fields 0 where the frame carries none)."""
     core, drv, model, items, _ = rows_lockstep(prm, n, seed, **kw)
     assert core.mismatches == 0
     tc.check(TxSchedModel(**prm), items, drv.res)
@@ -617,9 +620,18 @@ def test_rows_rtl_without_forwarding_fails():
                  marks=pytest.mark.slow),
     # MR-TXS-263: a full FIFO's lost chunk not kept
     pytest.param("lnq_set = Mux(is_k[K_LOST] & lost_q & r_full, r_bit, 0)", "lnq_set = 0", "stall",
+                 marks=pytest.mark.slow),
+    # MR-TXS-511: S2's write forwarded into S2's register without its valid (an empty S2's
+    # op, kind 0 on a stale argument, applied to the next op's row)
+    # (slow: the default run keeps the lane lockstep's control of the forward, MR-TXS-507)
+    pytest.param("fwd_s1.eq(s2_valid & (s2_conn == s1_conn))", "fwd_s1.eq(s2_conn == s1_conn)",
+                 {}, marks=pytest.mark.slow),
+    # MR-TXS-513: a SEND's va loaded (its frame's RETH then carries it)
+    pytest.param('keep = {"va": ~send, "rkey": ~send,', 'keep = {"rkey": ~send,', {},
                  marks=pytest.mark.slow)])
 def test_rows_rtl_wrong_forms_fail(old, new, kw):
-    """MR-TXS-254, MR-TXS-263 (negative controls): each wrong form mismatches the model.
+    """MR-TXS-254, MR-TXS-263, MR-TXS-511, MR-TXS-513 (negative controls): each wrong form
+    mismatches the model.
     (MR-TXS-502: the full FIFO's kept bit named in MR-TXS-501's report writes, after the
     other kinds')"""
     from metaroce.tb.lockstep import Mismatch, wrong_form
@@ -868,12 +880,12 @@ def test_rows_rtl_probe_wrong_forms_fail(old, new, kw):
 
 
 @pytest.mark.parametrize("old,new,kw", [
-    # MR-TXS-312: the ACK request's room without the MTU
+    # MR-TXS-312/512: the ACK request's room without the MTU
     # (seed 8 since s1_45: MR-TXS-470's hold moved seed 1's schedule ops off the case)
-    ("Mux(ps.col, mtu, ps.cwnd) - mtu - ps.inflight", "Mux(ps.col, mtu, ps.cwnd) - ps.inflight",
+    ("Mux(gps.col, mtu, gps.cwnd) - mtu - gps.inflight", "Mux(gps.col, mtu, gps.cwnd) - gps.inflight",
      (30, 8)),
-    # MR-TXS-313: a path's since_req on path 0's request
-    pytest.param("Mux(req_p[p], 0, ps.since_req + 1)", "Mux(req_p[0], 0, ps.since_req + 1)",
+    # MR-TXS-313/510: the chosen path's since_req from path 0's
+    pytest.param("Mux(req, 0, gps.since_req + 1)", "Mux(req, 0, r.paths[0].since_req + 1)",
                  (60, 2), marks=pytest.mark.slow),
     # MR-TXS-310: stream 0's bytes whatever stream is chosen
     pytest.param("nb_stream.word_select(n_s, mtu_log2 + 1)", "nb_stream[:mtu_log2 + 1]", (30, 1),
@@ -881,11 +893,22 @@ def test_rows_rtl_probe_wrong_forms_fail(old, new, kw):
     # MR-TXS-310: a probe with the schedule op's bytes (rows43: the resend head's are among
     # the schedule op's terms, not S2's own)
     pytest.param("Mux(is_probe, nb_probe, nb_sched)", "Mux(is_probe, nb_sched, nb_sched)", "probe",
-                 marks=pytest.mark.slow)])
+                 marks=pytest.mark.slow),
+    # MR-TXS-511: the packet's path updates (MR-TXS-510) on path 0's fields whatever path is
+    # chosen
+    pytest.param("g_infl.eq(plus_nb(gps.inflight))", "g_infl.eq(plus_nb(r.paths[0].inflight))",
+                 (30, 1), marks=pytest.mark.slow),
+    pytest.param("g_psn1.eq(psn + 1)", "g_psn1.eq(r.paths[0].next_psn + 1)", (30, 1),
+                 marks=pytest.mark.slow),
+    # MR-TXS-512: the ACK request's bytes term against path 0's room
+    pytest.param("Mux(gps.col, mtu, gps.cwnd) - mtu - gps.inflight",
+                 "Mux(r.paths[0].col, mtu, r.paths[0].cwnd) - mtu - r.paths[0].inflight",
+                 (30, 8), marks=pytest.mark.slow)])
 def test_rows_rtl_depth_wrong_forms_fail(old, new, kw):
-    """MR-TXS-314, MR-TXS-439 (negative controls): each wrong form of rdep33's precomputed
-    terms (MR-TXS-310..313; the schedule op's bytes without the probe's arm, MR-TXS-439, the
-    probe's frame still with its own) mismatches the row model."""
+    """MR-TXS-314, MR-TXS-439, MR-TXS-511 (negative controls): each wrong form of rdep33's
+    precomputed terms (MR-TXS-310..313; the schedule op's bytes without the probe's arm,
+    MR-TXS-439, the probe's frame still with its own; MR-TXS-510's chosen path's updates)
+    mismatches the row model."""
     from metaroce.tb.lockstep import Mismatch, wrong_form
     hdl = wrong_form("tx_sched_rows", old, new)
     with pytest.raises(Mismatch):
@@ -950,9 +973,11 @@ def test_rows_rtl_queue_terms_wrong_forms_fail(old, new, kw):
     # MR-TXS-453: the report's flight less an MTU for the last chunk
     pytest.param("Mux(r_at, _sub0(x, r_last), x)", "Mux(r_at, _sub0(x, mtu), x)", "window",
                  marks=pytest.mark.slow),
-    # MR-TXS-453: a resend's bytes never above a window's room
-    pytest.param("sel = Mux(resend, g[0],", "sel = Mux(resend, 0,", "window",
-                 marks=pytest.mark.slow),
+    # MR-TXS-453: a resend's bytes never above a window's room (MR-TXS-512: the path's room
+    # in S2's ACK request, where the windows of this traffic bind; the form in S1's
+    # connection-window term, `sel = Mux(resend, g[0], ...)`, is not reached by it)
+    pytest.param("(nb_sched > room[:nb_w])", "(Mux(resend, 0, nb_sched) > room[:nb_w])",
+                 "window", marks=pytest.mark.slow),
     # MR-TXS-451: stream 0's head's unsent chunks whatever stream completes
     pytest.param("mid.conn.unsent.eq(cpl_u[s][0])", "mid.conn.unsent.eq(cpl_u[0][0])", "fail",
                  marks=pytest.mark.slow),
