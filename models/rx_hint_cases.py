@@ -39,29 +39,42 @@ class _Loop:
         self.max_senders = max(self.max_senders, out["senders"])
 
 
-class RandomLoop(_Loop):
-    """MR-ENG-334: ``n`` cycles; an arrival with probability ``p_valid`` (random connection, CE
-    one time in four, more due one time in two); ``now`` advances 1..16 ns a cycle and one cycle
-    in 500 by 1..3 intervals (stale intervals, MR-ENG-331)."""
+class _RandomClockLoop(_Loop):
+    """``n`` cycles; ``now`` advances 1..16 ns a cycle and one cycle in 500 by 1..3 intervals
+    (stale intervals, MR-ENG-331)."""
 
-    def __init__(self, conns, n=3000, seed=0, p_valid=0.4, line_mbps=10_000, share_ns=300, mtu=64):
+    def __init__(self, conns, n, seed, line_mbps, share_ns, mtu):
         super().__init__(conns, line_mbps, share_ns, mtu)
-        self.rng, self.n, self.now, self.p_valid = random.Random(seed), n, 0, p_valid
+        self.rng, self.n, self.now = random.Random(seed), n, 0
 
     @property
     def finished(self):
         return self.cycle >= self.n
 
-    def inputs(self):
+    def _tick(self):
         r = self.rng
         self.now = (self.now + (r.randrange(1, 17) if r.random() > 1 / 500
                                 else r.randrange(1, 4) * 2 * self.cfg["share_ns"])) & 0xFFFF_FFFF
+
+
+class RandomLoop(_RandomClockLoop):
+    """MR-ENG-334: ``n`` cycles; an arrival with probability ``p_valid`` (random connection, CE
+    one time in four, more due one time in two); ``now`` advances 1..16 ns a cycle and one cycle
+    in 500 by 1..3 intervals (stale intervals, MR-ENG-331)."""
+
+    def __init__(self, conns, n=3000, seed=0, p_valid=0.4, line_mbps=10_000, share_ns=300, mtu=64):
+        super().__init__(conns, n, seed, line_mbps, share_ns, mtu)
+        self.p_valid = p_valid
+
+    def inputs(self):
+        r = self.rng
+        self._tick()
         rec = ((r.randrange(self.conns), int(r.random() < 0.25), r.randrange(2))
                if r.random() < self.p_valid else None)
         return self._inputs(self.now, rec)
 
 
-class BurstLoop(_Loop):
+class BurstLoop(_RandomClockLoop):
     """MR-ENG-350: ``n`` cycles of arrivals in bursts: a burst (``burst`` cycles long on
     average) has an arrival every cycle, between bursts one with probability ``p_valid``; an
     arrival is the previous one's connection (back to back when both are in a burst) with
@@ -71,21 +84,15 @@ class BurstLoop(_Loop):
 
     def __init__(self, conns, n=4000, seed=0, p_valid=0.2, p_same=0.3, burst=12, phase=400,
                  line_mbps=10_000, share_ns=300, mtu=64):
-        super().__init__(conns, line_mbps, share_ns, mtu)
-        self.rng, self.n, self.now = random.Random(seed), n, 0
+        super().__init__(conns, n, seed, line_mbps, share_ns, mtu)
         self.p_valid, self.p_same, self.burst, self.phase = p_valid, p_same, burst, phase
         self.active, self.in_burst, self.last = [0], False, 0
         self.back_to_back = 0       # arrivals of the previous cycle's connection, the cycle after
         self._prev = None
 
-    @property
-    def finished(self):
-        return self.cycle >= self.n
-
     def inputs(self):
         r = self.rng
-        self.now = (self.now + (r.randrange(1, 17) if r.random() > 1 / 500
-                                else r.randrange(1, 4) * 2 * self.cfg["share_ns"])) & 0xFFFF_FFFF
+        self._tick()
         if r.random() < 1 / self.phase:
             self.active = r.sample(range(self.conns), r.randint(1, self.conns))
         if r.random() < 1 / (self.burst if self.in_burst else 4 * self.burst):
