@@ -39,6 +39,29 @@ def netlist(width, ipv4_only=False):
                          f"dp44-fb-sink-{width}", "fb")
 
 
+def logic_sinks(logic, outs, readers, own):
+    """{logic cell: frozenset of what it reaches through logic only}: ``own(cell)`` names the
+    non-logic readers of the cell's outputs, unioned over its logic readers, depth first
+    without recursion (the netlists are deep)."""
+    sinks = {}
+    for cn in logic:
+        stack = [(cn, False)]
+        while stack:
+            x, done = stack.pop()
+            if x in sinks:
+                continue
+            nxt = [r for b in outs[x] for r, _ in readers[b] if r in logic]
+            if done:
+                s = own(x)
+                for r in nxt:
+                    s |= sinks.get(r, frozenset())
+                sinks[x] = frozenset(s)
+            else:
+                stack.append((x, True))
+                stack += [(r, False) for r in nxt if r not in sinks]
+    return sinks
+
+
 def by_sink(mod):
     names = bit_names(mod)
     cells = mod["cells"]
@@ -52,7 +75,6 @@ def by_sink(mod):
     for cn, c in cells.items():
         if c["type"] in FFS:
             ffs[_family(names.get(c["connections"]["Q"][0], (cn, 1))[0])] += 1
-    sinks = {}
 
     def own(x):
         out = set()
@@ -70,21 +92,7 @@ def by_sink(mod):
                 out.add("port:" + port_of[b])
         return out
 
-    for cn in logic:
-        stack = [(cn, False)]
-        while stack:
-            x, done = stack.pop()
-            if x in sinks:
-                continue
-            nxt = [r for b in outs[x] for r, _ in readers[b] if r in logic]
-            if done:
-                s = own(x)
-                for r in nxt:
-                    s |= sinks.get(r, frozenset())
-                sinks[x] = frozenset(s)
-            else:
-                stack.append((x, True))
-                stack += [(r, False) for r in nxt if r not in sinks]
+    sinks = logic_sinks(logic, outs, readers, own)
     by = Counter()
     for cn in logic:
         s = sinks[cn]

@@ -16,7 +16,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from dp44_fb_by_sink import FFS, LOGIC
+from dp44_fb_by_sink import FFS, LOGIC, logic_sinks
 from ecp5_cells_by_sink import bit_readers
 from lvl42_rows_depth import dut, field_names, load
 
@@ -71,8 +71,6 @@ def attribute(mod, fields):
         n, i, _ = bitname.get(q, ("?", 0, 1))
         return re.sub(r"\d+$", "#", n.lstrip("\\"))
 
-    sinks = {}
-
     def own(x):
         out = set()
         for b in outs[x]:
@@ -89,21 +87,7 @@ def attribute(mod, fields):
                 out.add("port:" + port_of[b])
         return out
 
-    for cn in logic:
-        stack = [(cn, False)]
-        while stack:
-            x, done = stack.pop()
-            if x in sinks:
-                continue
-            nxt = [r for b in outs[x] for r, _ in readers[b] if r in logic]
-            if done:
-                s = own(x)
-                for r in nxt:
-                    s |= sinks.get(r, frozenset())
-                sinks[x] = frozenset(s)
-            else:
-                stack.append((x, True))
-                stack += [(r, False) for r in nxt if r not in sinks]
+    sinks = logic_sinks(logic, outs, readers, own)
     parts = Counter()
     for cn in logic:
         if cells[cn]["type"] != "$lut":
