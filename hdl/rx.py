@@ -52,6 +52,7 @@ from ..models.rx import (ACK_DELAY_RESET, GEN_BITS, TIME_BITS, TIMER_DEPTH, ACK_
                          PLACE_MARK_BITS, RD_OP_WC, WC_REM_ACCESS_ERR, RxCode, layouts,
                          payload_layout)
 from ..models.wire import Op
+from .arith import _named, _prefix_sum
 from .muxes import pick as _pick
 from .counters import counter_ram
 from .queue import HeadRegFIFO, SyncQueue, interval_ready
@@ -139,17 +140,23 @@ def _popcount_sum(values):
     return values[0]
 
 
-def _add_prefix(a, b, carry_in=0, chain=False):
+def _add_prefix(a, b, carry_in=0, chain=False, *, m=None, name="add"):
     """``a + b + carry_in`` (``len(a) + 1`` bits, ``carry_in`` 0 or 1) with a Kogge-Stone carry
     tree instead of a ripple chain: log2(n) prefix steps, 5 LUT levels at 16 bits where the
     generic flow's ripple adder takes 7 (MR-RX-046). MR-RX-316: with ``chain`` (a target with a
     carry chain: the ECP5's CCU2C, ``platform.carry_chain``) a plain ``+``, one chain of
-    ``len(a) + 1`` bits (the carry in as a low bit of 1 in both operands): the same function."""
+    ``len(a) + 1`` bits (the carry in as a low bit of 1 in both operands): the same function.
+    MR-RX-350: given the module ``m``, the tree is ``hdl.arith``'s :func:`_prefix_sum`, its
+    operands and each prefix step signals named after ``name``; without ``m`` (probes, the
+    forms' test) one expression of bits, in which every carry re-expands the steps below it
+    and every bit re-reads its operand's whole expression: the same function."""
     n = len(a)
     if chain:
         if carry_in:
             return (Cat(Const(1, 1), a.as_unsigned()) + Cat(Const(1, 1), b[:n].as_unsigned()))[1:n + 2]
         return (a.as_unsigned() + b[:n].as_unsigned())[:n + 1]
+    if m is not None:
+        return _prefix_sum(m, a.as_unsigned(), b[:n], carry_in, name)
     g = [a[i] & b[i] for i in range(n)]
     p = [a[i] ^ b[i] for i in range(n)]
     if carry_in:
@@ -165,21 +172,24 @@ def _add_prefix(a, b, carry_in=0, chain=False):
     return Cat(*[p[i] ^ carries[i] for i in range(n)], carries[n])
 
 
-def _sub_prefix(a, subs, chain=False):
+def _sub_prefix(a, subs, chain=False, *, m=None, name="sub"):
     """MR-RX-326: ``a - sum(subs)`` modulo ``2 ** len(a)`` (one or two subtrahends, each at most
     ``len(a)`` bits) by one :func:`_add_prefix`: ``a + ~b + 1``; for two, a carry-save step
     first (``a + ~b + ~c`` is ``x + 2y``, the bitwise sum and majority), then ``x + 2y + 2`` as
     ``x + (2y | 1)`` with a carry in of 1: the same function as Amaranth's ``-``, one prefix
-    tree (or one carry chain) in place of one or two ripple subtracts."""
+    tree (or one carry chain) in place of one or two ripple subtracts. With ``m``
+    (MR-RX-350) the carry-save pair and the tree are signals."""
     n = len(a)
     nots = [~Cat(b, Const(0, n - len(b))) if len(b) < n else ~b[:n] for b in subs]
     if len(nots) == 1:
-        return _add_prefix(a, nots[0], 1, chain=chain)[:n]
+        return _add_prefix(a, nots[0], 1, chain=chain, m=m, name=name)[:n]
     assert len(nots) == 2
     b, c = nots
     x = a ^ b ^ c
     y = (a & b) | (a & c) | (b & c)
-    return _add_prefix(x, Cat(Const(1, 1), y[:n - 1]), 1, chain=chain)[:n]
+    if m is not None:
+        x, y = _named(m, x[:n], f"{name}_x"), _named(m, y[:n], f"{name}_y")
+    return _add_prefix(x, Cat(Const(1, 1), y[:n - 1]), 1, chain=chain, m=m, name=name)[:n]
 
 
 def _rotate(m, value, amount, *, left, name="rot"):
@@ -274,8 +284,8 @@ def _address_limbs(m, base, va, offset, chain=False):
     off = offset.as_unsigned()
     x, y = Signal(64, name="addr_sum"), Signal(64, name="addr_carry")
     m.d.comb += [x.eq(base ^ va ^ off), y.eq(Cat(Const(0, 1), ((base & va) | (base & off) | (va & off))[:63]))]
-    return [Cat(_add_prefix(x[k:k + LIMB], y[k:k + LIMB], chain=chain),
-                _add_prefix(x[k:k + LIMB], y[k:k + LIMB], carry_in=1, chain=chain))
+    return [Cat(_add_prefix(x[k:k + LIMB], y[k:k + LIMB], chain=chain, m=m, name=f"addr_limb{k}_c0"),
+                _add_prefix(x[k:k + LIMB], y[k:k + LIMB], carry_in=1, chain=chain, m=m, name=f"addr_limb{k}_c1"))
             for k in range(0, 64, LIMB)]
 
 
@@ -555,7 +565,7 @@ def _wide_inc_counter(m, name, nbits, inc, piece=COUNTER_PIECE, chain=False):
     every increment of the cycles before."""
     low = Signal(piece, name=f"{name}_low")
     carry = Signal(name=f"{name}_carry")
-    total = _add_prefix(low, Cat(inc, Const(0, piece))[:piece], chain=chain)
+    total = _add_prefix(low, Cat(inc, Const(0, piece))[:piece], chain=chain, m=m, name=f"{name}_add")
     m.d.sync += [low.eq(total[:piece]), carry.eq(total[piece])]
     high, ones = _piece_counter(m, f"{name}_high", nbits - piece, carry, piece)
     parts = [low]
@@ -699,8 +709,8 @@ class Rx(wiring.Component):
         # platform), else MR-RX-046's prefix trees (the generic flow, the simulators)
         chain = getattr(platform, "carry_chain", False) if self.carry_chain is None else self.carry_chain
 
-        def add(a, b, carry_in=0):
-            return _add_prefix(a, b, carry_in, chain=chain)
+        def add(a, b, carry_in=0, name="add"):
+            return _add_prefix(a, b, carry_in, chain=chain, m=m, name=name)
         row_bits = cb + pb
 
         def table(name, shape, depth, comb_port=None):
@@ -951,13 +961,13 @@ class Rx(wiring.Component):
         limb_sums = data.StructLayout({"lo": LIMB + 1, "hi0": LIMB + 1, "hi1": LIMB + 1, "ref": 32})
         s1_end, s1_bnd = Signal(limb_sums), Signal(limb_sums)
         m.d.comb += [
-            s1_end.lo.eq(add(mrdh.offset[:LIMB], plen)), s1_end.hi0.eq(mrdh.offset[LIMB:32]),
-            s1_end.hi1.eq(add(mrdh.offset[LIMB:32], Const(1, LIMB))), s1_end.ref.eq(mrdh.msg_len),
+            s1_end.lo.eq(add(mrdh.offset[:LIMB], plen, name="s1_end_lo")), s1_end.hi0.eq(mrdh.offset[LIMB:32]),
+            s1_end.hi1.eq(add(mrdh.offset[LIMB:32], Const(1, LIMB), name="s1_end_hi1")), s1_end.ref.eq(mrdh.msg_len),
             # the RETH's DMA length: a READ request's range (MR-RX-128); a write's equals
             # msg_len whenever the bounds decide (LENGTH comes first)
-            s1_bnd.lo.eq(add(reth.va[:LIMB], reth.dma_len[:LIMB])),
-            s1_bnd.hi0.eq(add(reth.va[LIMB:32], reth.dma_len[LIMB:32])),
-            s1_bnd.hi1.eq(add(reth.va[LIMB:32], reth.dma_len[LIMB:32], carry_in=1)),
+            s1_bnd.lo.eq(add(reth.va[:LIMB], reth.dma_len[:LIMB], name="s1_bnd_lo")),
+            s1_bnd.hi0.eq(add(reth.va[LIMB:32], reth.dma_len[LIMB:32], name="s1_bnd_hi0")),
+            s1_bnd.hi1.eq(add(reth.va[LIMB:32], reth.dma_len[LIMB:32], carry_in=1, name="s1_bnd_hi1")),
             s1_bnd.ref.eq(key.length),
         ]
         # MR-RX-102: msg_len against the receive's length (compared in S2/S3 as the bounds);
@@ -967,9 +977,9 @@ class Rx(wiring.Component):
         s1_rdiff = Signal(limb_sums)
         m.d.comb += [
             s1_rlen.lo.eq(mrdh.msg_len[:LIMB]), s1_rlen.hi0.eq(mrdh.msg_len[LIMB:32]), s1_rlen.ref.eq(recv.length),
-            s1_rdiff.lo.eq(add(ord_a[:LIMB], ord_b[:LIMB], carry_in=1)),
-            s1_rdiff.hi0.eq(add(ord_a[LIMB:], ord_b[LIMB:])),
-            s1_rdiff.hi1.eq(add(ord_a[LIMB:], ord_b[LIMB:], carry_in=1)),
+            s1_rdiff.lo.eq(add(ord_a[:LIMB], ord_b[:LIMB], carry_in=1, name="s1_rdiff_lo")),
+            s1_rdiff.hi0.eq(add(ord_a[LIMB:], ord_b[LIMB:], name="s1_rdiff_hi0")),
+            s1_rdiff.hi1.eq(add(ord_a[LIMB:], ord_b[LIMB:], carry_in=1, name="s1_rdiff_hi1")),
         ]
 
         s2_carry, s2_flags = Signal(carry), Signal(flags)
@@ -1797,7 +1807,7 @@ class Rx(wiring.Component):
         with m.If(advance):
             m.d.sync += [*[r.eq(s3_carry.msg - j) for j, r in enumerate(s4_msg_minus)],
                          # MR-RX-326: the prefix form (the generic flow's ripple subtract was 10+ levels)
-                         s4_rest.eq(_sub_prefix(s3_carry.msg_len, [s3_carry.plen], chain)),
+                         s4_rest.eq(_sub_prefix(s3_carry.msg_len, [s3_carry.plen], chain, m=m, name="s4_rest")),
                          *[r.eq(r4) for r, r4 in zip(m_msg_minus, s4_msg_minus)], m_rest.eq(s4_rest)]
 
         ent_w = 1 + EPOCH_BITS
@@ -1844,7 +1854,7 @@ class Rx(wiring.Component):
             m_new = m_in_slots & ~m_mismatch & chunk_new
             m_placed = Signal(32, name=f"{pfx}_placed")
             # MR-RX-124: a prefix adder, as the row's write data and forward follow it
-            m.d.comb += m_placed.eq(add(Mux(m_fresh, 0, slot.placed), Cat(mc.plen, Const(0, 16)))[:32])
+            m.d.comb += m_placed.eq(add(Mux(m_fresh, 0, slot.placed), Cat(mc.plen, Const(0, 16)), name=f"{pfx}_placed_add")[:32])
             m_done = Signal(name=f"{pfx}_done")     # the record's message is complete with this chunk
             m.d.comb += m_done.eq(Mux(m_fresh, 0, slot.placed) == m_rest if done_of is None else done_of(m_fresh))
             if given is not None:
@@ -1923,7 +1933,7 @@ class Rx(wiring.Component):
             # registered as the records move, so no adder precedes the compare (MR-RX-205)
             s4_rest_m5 = Signal(32)
             with m.If(advance):
-                m.d.sync += s4_rest_m5.eq(_sub_prefix(s3_carry.msg_len, [s3_carry.plen, s4_carry.plen], chain))
+                m.d.sync += s4_rest_m5.eq(_sub_prefix(s3_carry.msg_len, [s3_carry.plen, s4_carry.plen], chain, m=m, name="s4_rest_m5"))
             k4 = s4_rec.msg[:slot_bits] if slot_bits else Const(0, 1)
             k5 = mc.msg[:slot_bits] if slot_bits else Const(0, 1)
             if NXW_SHARED:
@@ -2062,7 +2072,7 @@ class Rx(wiring.Component):
         r_new = ~s5_stale & ~rstate.done & (~r_entry[EPOCH_BITS] | (r_entry[:EPOCH_BITS] == epoch_prev))
         r_done = rstate.placed == m_rest
         m.d.comb += [nstate.done.eq(r_done),     # MR-RX-124: a prefix adder, as the message row's
-                     nstate.placed.eq(add(rstate.placed, Cat(mc.plen, Const(0, 16)))[:32])]
+                     nstate.placed.eq(add(rstate.placed, Cat(mc.plen, Const(0, 16)), name="nstate_placed_add")[:32])]
         for j in range(ring_n):
             m.d.comb += nstate.ring[j * ent_w:(j + 1) * ent_w].eq(
                 Mux(m_pos == j, Cat(m_epoch, Const(1, 1)), rstate.ring[j * ent_w:(j + 1) * ent_w]))

@@ -352,9 +352,10 @@ def test_placement_address_limbs(chain):
 
 
 def test_add_prefix_forms_equal():
-    """MR-RX-316: ``_add_prefix``'s two forms (MR-RX-046's prefix tree; with ``chain`` a plain
-    add, the ECP5 build's carry chain) give ``a + b + carry_in`` with its carry out, for carry
-    ins 0 and 1, at 16 and 32 bits (the RX's adders), on the edge values and random ones."""
+    """MR-RX-316: ``_add_prefix``'s forms (MR-RX-046's prefix tree; with ``chain`` a plain
+    add, the ECP5 build's carry chain; MR-RX-350: the tree in signals, given the module) give
+    ``a + b + carry_in`` with its carry out, for carry ins 0 and 1, at 16 and 32 bits (the RX's
+    adders), on the edge values and random ones."""
     import random
     from amaranth.hdl import Signal
     from metaroce.hdl.rx import _add_prefix
@@ -364,9 +365,12 @@ def test_add_prefix_forms_equal():
         a, b = Signal(n, name=f"a{n}"), Signal(n, name=f"b{n}")
         outs = {}
         for ci in (0, 1):
-            for chain in (False, True):
-                o = Signal(n + 1, name=f"o{n}_{ci}_{int(chain)}")
-                m.d.comb += o.eq(_add_prefix(a, b, ci, chain=chain))
+            for chain in (False, True, "signals"):
+                o = Signal(n + 1, name=f"o{n}_{ci}_{chain}")
+                if chain == "signals":
+                    m.d.comb += o.eq(_add_prefix(a, b, ci, m=m, name=f"add{n}_{ci}"))
+                else:
+                    m.d.comb += o.eq(_add_prefix(a, b, ci, chain=chain))
                 outs[ci, chain] = o
         cases.append((n, a, b, outs))
     rng = random.Random(7)
@@ -390,18 +394,22 @@ def test_add_prefix_forms_equal():
 def test_sub_prefix_forms_equal():
     """MR-RX-326: ``_sub_prefix`` (S4's ``msg_len - plen`` and ``msg_len - plen - plen4``: one
     prefix adder, after a carry-save step for two) equals the subtraction modulo 2**32 in both
-    forms (prefix tree; ``chain``, the ECP5 build's carry chain), on the edge values and random
-    ones; a wrong form (the carry-save step's +2 as +1) fails the check."""
+    forms (prefix tree; ``chain``, the ECP5 build's carry chain; MR-RX-350: the tree and the
+    carry-save pair in signals), on the edge values and random ones; a wrong form (the
+    carry-save step's +2 as +1) fails the check."""
     import random
     from amaranth.hdl import Cat, Const, Signal
     from metaroce.hdl.rx import _add_prefix, _sub_prefix
     m = Module()
     a, b, c = Signal(32), Signal(16), Signal(16)
     outs = {}
-    for chain in (False, True):
+    for chain in (False, True, "signals"):
         for k in (1, 2):
-            o = Signal(32, name=f"o{k}_{int(chain)}")
-            m.d.comb += o.eq(_sub_prefix(a, [b, c][:k], chain=chain))
+            o = Signal(32, name=f"o{k}_{chain}")
+            if chain == "signals":
+                m.d.comb += o.eq(_sub_prefix(a, [b, c][:k], m=m, name=f"sub{k}"))
+            else:
+                m.d.comb += o.eq(_sub_prefix(a, [b, c][:k], chain=chain))
             outs[k, chain] = o
     # the negative control: +1 in place of +2 after the carry-save step
     x = a ^ ~Cat(b, Const(0, 16)) ^ ~Cat(c, Const(0, 16))
