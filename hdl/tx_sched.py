@@ -1381,7 +1381,9 @@ class TxSched(wiring.Component):
         lq_ok = [_named(m, e_lnq[e].any() & ~e_fail[e] & ~rq_level[e // sd][rq_b], f"lq_ok{e}")
                  for e in range(E)]
         lq_any, lq_pick = _lowest_zero(~Cat(*lq_ok))
-        lq_low = [_lowest_zero(~e_lnq[e])[1] for e in range(E)]
+        lq_pick = _named(m, lq_pick, "lq_pick")     # the reads' selects: each slice re-expanded it
+        # named: three reads below would each re-expand every entry's lowest-bit tree
+        lq_low = [_named(m, _lowest_zero(~e_lnq[e])[1], f"lq_low{e}") for e in range(E)]
         m.d.sync += [lq_valid.eq(lq_any), lq_e.eq(lq_pick),
                      lq_j.eq(read(lq_low, lq_pick, "lq_j_next"))]
         # MR-TXS-297: each entry's refill terms beside the pick (its lowest bit against its
