@@ -33,10 +33,10 @@ from amaranth.lib.wiring import In, Out
 
 from ..models import protocol as P
 from ..models.records import TIME_BITS
-from ..models.rx_hint import (DIV_CYCLES, EPOCH_BITS, HINT_BITS, NUM_BITS, PKT_BITS, check_wrong, hint_form,
-                               seen_layout)
+from ..models.rx_hint import (DIV_CYCLES, EPOCH_BITS, HINT_BITS, MEM_SMALL, NUM_BITS, PKT_BITS, check_wrong,
+                               hint_form, seen_layout)
 
-__all__ = ["RxHint", "seen_signature", "rx_hint_small", "rx_hint_4096"]
+__all__ = ["RxHint", "seen_signature", "rx_hint_small", "rx_hint_mem_small", "rx_hint_4096"]
 
 _TIME_MAX = (1 << TIME_BITS) - 1
 
@@ -231,6 +231,12 @@ class RxHint(wiring.Component):
 def rx_hint_small(width=64):
     """MR-ENG-344: the block ``rx_hint``: the small engine's 2 connections (``width`` unused)."""
     return RxHint(2)
+
+
+def rx_hint_mem_small(width=64):
+    """MR-ENG-357: the block ``rx_hint_mem``: the memory form at 16 connections (``width``
+    unused)."""
+    return RxHint(MEM_SMALL, form="memory")
 
 
 def rx_hint_4096(width=64):

@@ -22,7 +22,7 @@ from .wire import MrdhFlag, Op
 __all__ = ["HINT_BITS", "PKT_BITS", "DIV_CYCLES", "NUM_BITS", "seen_layout", "RxHintModel",
            "RxHintMemModel", "RxHintCycleModel", "HINT_WRONG", "MEM_WRONG", "HINT_FORMS", "MEM_FROM",
            "EPOCH_BITS", "hint_form", "rx_hint_model", "SEEN_OPS", "seen_of_meta",
-           "rx_hint_model_small", "rx_hint_model_4096"]
+           "rx_hint_model_small", "rx_hint_model_mem_small", "rx_hint_model_4096", "MEM_SMALL"]
 
 #: MR-ENG-328: the hint's width (the MRAH's hint as the TX half takes it, MR-TX-490)
 HINT_BITS = 19
@@ -320,6 +320,15 @@ class RxHintCycleModel:
 def rx_hint_model_small(width=64):
     """MR-ENG-344: the model of ``hdl.rx_hint.rx_hint_small``."""
     return RxHintCycleModel(2)
+
+
+#: MR-ENG-357: the connections of the block ``rx_hint_mem`` (the memory form, small)
+MEM_SMALL = 16
+
+
+def rx_hint_model_mem_small(width=64):
+    """MR-ENG-357: the model of ``hdl.rx_hint.rx_hint_mem_small``."""
+    return RxHintCycleModel(MEM_SMALL, form="memory")
 
 
 def rx_hint_model_4096(width=64):
