@@ -87,7 +87,9 @@ def test_engine_rx_hint_form_by_connections():
         assert rtl.hint_block.form == model.hint_block.form == form, (conns, kw)
         assert type(model.hint_block) is (RxHintMemModel if form == "memory" else RxHintModel)
     # the model before MR-ENG-361 (RxHintModel whatever the connections) is not the RTL's form
-    assert RxHintModel(MEM_FROM).form != Engine(64, conns=MEM_FROM, hints=True, rx_hint=True).hint_block.form
+    rtl = Engine(64, conns=MEM_FROM, hints=True, rx_hint=True)
+    _silence_unused(rtl)
+    assert RxHintModel(MEM_FROM).form != rtl.hint_block.form
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnusedElaboratable)    # the refused engines
         for bad in (dict(hints=True, rx_hint=True, rx_hint_form="sram"),
