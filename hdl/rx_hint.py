@@ -101,6 +101,11 @@ class RxHint(wiring.Component):
         m.d.comb += [rem2.eq(Cat(num[-1], rem)), take.eq(rem2 >= den)]
         q_next = Cat(take, num[:-1])
         start_iv, start_hint = Signal(), Signal()
+        # the hint job's operands, outside the job's start (MR-ENG-364: not behind its decode)
+        p, p25, drain_num = Signal(PKT_BITS), Signal(5 + PKT_BITS), Signal(5 + PKT_BITS)
+        c = Const(0) if self.wrong == "drain" else f_ce
+        m.d.comb += [p.eq(Mux(f_pkts == 0, 1, f_pkts)), p25.eq(_const_product(p, P.DRAIN_DEN)),
+                     drain_num.eq(p25 - _const_product(c, P.DRAIN_NUM))]
         with m.If(cnt != 0):
             m.d.sync += [cnt.eq(cnt - 1), num.eq(q_next), rem.eq(Mux(take, rem2 - den, rem2))]
             with m.If(cnt == 1):
@@ -121,12 +126,8 @@ class RxHint(wiring.Component):
         with m.Elif(hint_dirty):
             m.d.comb += start_hint.eq(1)
             # MR-ENG-329: line x (25 p - 2 ce) // (25 p N), p at least 1
-            p = Signal(PKT_BITS)
-            m.d.comb += p.eq(Mux(f_pkts == 0, 1, f_pkts))
-            c = Const(0) if self.wrong == "drain" else f_ce
-            p25 = _const_product(p, P.DRAIN_DEN)
-            m.d.sync += [op_a.eq(self.line_mbps), op_b.eq(p25 - _const_product(c, P.DRAIN_NUM)),
-                         op_c.eq(p25), op_d.eq(n), prep.eq(PREP_CYCLES),
+            m.d.sync += [op_a.eq(self.line_mbps), op_b.eq(drain_num), op_c.eq(p25), op_d.eq(n),
+                         prep.eq(PREP_CYCLES),
                          job_iv.eq(0), job_zero.eq((n <= 1) | (self.line_mbps == 0))]
 
         # -- the arrivals (MR-ENG-330..332): in the memory form one cycle after their record
@@ -140,22 +141,23 @@ class RxHint(wiring.Component):
                          ce.eq(s.payload.ce), more.eq(s.payload.more), now.eq(self.now)]
         set_iv, set_hint = Signal(), Signal()
         t = Signal(TIME_BITS)
-        iv = Signal(TIME_BITS)
-        m.d.comb += [t.eq(now - epoch),
-                     iv.eq(Mux(self.share_ns > iv_extra, self.share_ns, iv_extra))]
+        m.d.comb += t.eq(now - epoch)
+        # t >= max(share_ns, iv_extra) (x 2) as two compares side by side (MR-ENG-364)
         roll, stale = Signal(), Signal()
-        m.d.comb += [roll.eq(t >= iv), stale.eq(t >= iv * 2)]
+        m.d.comb += [roll.eq((t >= self.share_ns) & (t >= iv_extra)),
+                     stale.eq((t >= self.share_ns * 2) & (t >= iv_extra * 2))]
         with m.If(valid):
             with m.If(roll):
                 m.d.comb += set_iv.eq(1)
                 m.d.sync += [epoch.eq(now), prev.eq(Mux(stale, 0, cur)),
                              f_pkts.eq(Mux(stale, 0, pkts)), f_ce.eq(Mux(stale, 0, ce_cnt))]
-            pk0 = Mux(roll, 0, pkts)
-            ce0 = Mux(roll, 0, ce_cnt)
-            with m.If(pk0 != (1 << PKT_BITS) - 1):      # MR-ENG-332: saturating, CE with it
-                m.d.sync += [pkts.eq(pk0 + 1), ce_cnt.eq(ce0 + ce)]
+            # MR-ENG-332: saturating, CE with it; the sums before the interval's end is known
+            # (MR-ENG-364: no adder after it)
+            room = pkts != (1 << PKT_BITS) - 1
+            with m.If(roll):
+                m.d.sync += [pkts.eq(1), ce_cnt.eq(ce)]
             with m.Else():
-                m.d.sync += [pkts.eq(pk0), ce_cnt.eq(ce0)]
+                m.d.sync += [pkts.eq(Mux(room, pkts + 1, pkts)), ce_cnt.eq(Mux(room, ce_cnt + ce, ce_cnt))]
         new = Signal()          # the arrival's connection is a new sender of the interval
         m.d.comb += set_hint.eq(valid & (roll | new))
         if self.form == "flops":
@@ -231,14 +233,21 @@ class RxHint(wiring.Component):
         m.d.comb += E_next.eq(Mux(valid & roll, (E + 1) & kmask, E))
         m.d.comb += [wr.en.eq(valid & ~rst), wr.addr.eq(conn), wr.data.eq(Cat(more, E_next))]
         was_more = here & m_old         # counted in mc
+        # the counts' sums from their registers, chosen by the row (MR-ENG-364: no adder after
+        # the memory's read)
+        mc_up, mc_down, cur_up = Signal(nb), Signal(nb), Signal(nb)
+        m.d.comb += [mc_up.eq(mc + 1), mc_down.eq(mc - 1), cur_up.eq(cur_r + 1)]
         with m.If(valid):
             with m.If(roll):
-                # MR-ENG-348: the arrived with more due are carried (this one's bit the new)
-                kept = Mux(stale, 0, mc - was_more)
-                m.d.sync += [cur_r.eq(kept + 1), mc.eq(more), E.eq(E_next), stale_in.eq(stale)]
+                # MR-ENG-348: the arrived with more due are carried (this one's bit the new):
+                # (0 if stale else mc - was_more) + 1
+                m.d.sync += [cur_r.eq(Mux(stale, 1, Mux(was_more, mc, mc_up))), mc.eq(more),
+                             E.eq(E_next), stale_in.eq(stale)]
             with m.Else():
                 m.d.comb += new.eq(~(here | carried))
-                m.d.sync += [cur_r.eq(cur_r + new), mc.eq(mc + more - was_more)]
+                # mc + more - was_more
+                m.d.sync += [cur_r.eq(Mux(new, cur_up, cur_r)),
+                             mc.eq(Mux(more == was_more, mc, Mux(more, mc_up, mc_down)))]
         with m.If(rst):
             m.d.sync += E.eq(E + 2)
 

@@ -51,7 +51,8 @@ def test_rx_hint_lockstep_amaranth():
     whole intervals now and then: 0 mismatches, hints computed for 2..4 senders. Negative
     controls: the RTL counting the current interval only, and without the drain term, against
     the right model mismatch on ``hint`` or ``senders``. MR-ENG-339: with ``line_mbps`` 0 the
-    hint stays 0 (600 cycles, in lockstep)."""
+    hint stays 0 (600 cycles, in lockstep). MR-ENG-364: the counts' and the hint operands'
+    shorter paths change no cycle (this run and the memory form's, unchanged, pass)."""
     from metaroce.tb.lockstep import Mismatch, run_amaranth
     drv = hc.RandomLoop(4, n=3000, seed=7)
     model = RxHintCycleModel(4)
