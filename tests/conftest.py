@@ -24,11 +24,11 @@ settings.load_profile("metaroce")
 # keeps a shorter lockstep (Amaranth simulator) in the default run.
 BUDGET_SLOW = {
     # hinttb50: pays for test_rx_hint_rtl.py's default Verilator lockstep of RxHint's memory form
-    # and its negative control (a cold build and three runs, about 19 CPU s) and
-    # test_engine_rx_hint_form_by_connections (0.5): the stand-in's planted-bug runs (22 CPU s in
-    # the lead's s49 record e613535, their build standin_bug with them); the default run still
-    # shows a planted bug caught under Verilator at its cycle and signal (RxHint's negative
-    # control) and the stand-in's pass, combinational and trigger runs
+    # with its negative control (a cold build and two runs and an Amaranth run, 20.3 CPU s cold)
+    # and test_engine_rx_hint_form_by_connections (0.6): the stand-in's planted-bug runs (24.9
+    # CPU s cold, their build standin_bug with them); the default run still shows a planted bug
+    # caught under Verilator at its cycle and signal (RxHint's negative control) and the
+    # stand-in's combinational and trigger runs
     "tests/test_lockstep.py::test_lockstep_catches_planted_bug",
     "tests/test_lockstep.py::test_drive_registered_outputs[mismatch]",
     # lead, session 49: the cold run at 8a77154a took 933 s; siblings of kept parametrizations
