@@ -857,7 +857,7 @@ class Engine(wiring.Component):
     def __init__(self, width=64, *, conns=2, paths=4, keys=256, rx_streams=RX_SMALL["streams"],
                  max_frame=9216, outstanding=32, cq_join=True, max_rd_atomic=records.RD_ATOMIC,
                  pacing=False, rows=False, interval=None, hints=False, hint_wrong=None, rx_hint=False,
-                 rx_hint_wrong=None, **tx_kw):
+                 rx_hint_wrong=None, rx_hint_form=None, **tx_kw):
         kw = engine_tx_params(tx_kw)
         # MR-ENG-311: the rate hints end to end (the TX half Tx(hints=True, control=True), the
         # peer's MRAH hint decoded into its s_ack, the host's hint on the engine's ACKs)
@@ -865,12 +865,13 @@ class Engine(wiring.Component):
             self.hints, self.hint_wrong = check_engine_hint_options(hints, hint_wrong, pacing=pacing, rows=rows)
             # MR-ENG-338..340: the receiver's own hint (RxHint), its and the windows' configuration
             # from the register block's hint window
-            self.rx_hint = check_rx_hint_options(self.hints, rx_hint, rx_hint_wrong)
+            self.rx_hint = check_rx_hint_options(self.hints, rx_hint, rx_hint_wrong, rx_hint_form)
         except ValueError:
             self._MustUse__silence = True
             raise
         self.rx_hint_wrong = rx_hint_wrong
-        self.hint_block = RxHint(conns, wrong=rx_hint_wrong) if self.rx_hint else None
+        # MR-ENG-361: RxHint's form by the connections (MR-ENG-346) unless ``rx_hint_form`` says
+        self.hint_block = RxHint(conns, wrong=rx_hint_wrong, form=rx_hint_form) if self.rx_hint else None
         # MR-ENG-299/300: the frame interval its blocks may take (at 64 bits 8 cycles a frame)
         self.interval = records.interval_of(width, interval)
         # MR-ENG-258: the TX half paced (Tx(pacing=True)), its pacer set through s_axil

@@ -440,18 +440,27 @@ BLOCKS: dict[str, Block] = {
         name="rx_hint",
         component="metaroce.hdl.rx_hint:rx_hint_small",
         model="metaroce.models.rx_hint:rx_hint_model_small",
-        tb="",
+        tb="metaroce.tb.rx_hint",
         help="the receiver's rate hint: its senders counted per share interval, MR-CC-005's "
-             "share (2 connections; docs/spec/hw-engine.md section 5q; resources only)",
+             "share (2 connections, the flip-flop form; docs/spec/hw-engine.md section 5q)",
+        widths=(64,),
+    ),
+    # MR-ENG-357: the memory form at a small count, for the default run's Verilator lockstep
+    "rx_hint_mem": Block(
+        name="rx_hint_mem",
+        component="metaroce.hdl.rx_hint:rx_hint_mem_small",
+        model="metaroce.models.rx_hint:rx_hint_model_mem_small",
+        tb="metaroce.tb.rx_hint",
+        help="the receiver's rate hint, its rows in a memory, small instance: 16 connections "
+             "(docs/spec/hw-engine.md sections 5r, 5s)",
         widths=(64,),
     ),
     "rx_hint_4096": Block(
         name="rx_hint_4096",
         component="metaroce.hdl.rx_hint:rx_hint_4096",
         model="metaroce.models.rx_hint:rx_hint_model_4096",
-        tb="",
-        help="the receiver's rate hint at 4,096 connections, its rows in a memory (section 5r; "
-             "resources only)",
+        tb="metaroce.tb.rx_hint",
+        help="the receiver's rate hint at 4,096 connections, its rows in a memory (section 5r)",
         widths=(64,),
     ),
     "engine_rx_hint": Block(

@@ -31,7 +31,7 @@ from .atomic import ATOM_CTR, ATOM_CTR_BASE, AXI_IN as ATOM_AXI_IN, AXI_OUT as A
 from .dma_write import OUTSTANDING, DmaWriteCycleModel
 from .parser import ParserModel
 from .regs import HINT_OUTPUTS, HINT_REG_OF, PACE_INPUTS, PACE_OUTPUTS, RegsCycleModel
-from .rx_hint import RxHintModel, seen_layout, seen_of_meta
+from .rx_hint import rx_hint_model, seen_layout, seen_of_meta
 from .rx import (CHUNK_RING, RD_OP_CMP_SWAP, RD_OP_FETCH_ADD, RD_OP_READ, SMALL as RX_SMALL, TABLE_READ,
                  TABLE_RSP_FREE, TABLE_INIT_DEPTH, TABLE_TX_PSN,
                  WC_COMP_SWAP, WC_FETCH_ADD, WC_RDMA_READ, RxCycleModel, bundle_entry, pack, payload_layout)
@@ -379,14 +379,17 @@ def check_ack_hint_options(hints, hint_wrong):
     return bool(hints), hint_wrong
 
 
-def check_rx_hint_options(hints, rx_hint, rx_hint_wrong):
+def check_rx_hint_options(hints, rx_hint, rx_hint_wrong, rx_hint_form=None):
     """MR-ENG-340: ``rx_hint`` needs ``hints``; ``rx_hint_wrong`` (negative controls only,
-    MR-ENG-336's forms) needs ``rx_hint``."""
-    from .rx_hint import HINT_WRONG
+    MR-ENG-336's forms) needs ``rx_hint``; MR-ENG-361: ``rx_hint_form`` (one of
+    ``HINT_FORMS``, None: by the connections) needs ``rx_hint``."""
+    from .rx_hint import HINT_FORMS, HINT_WRONG
     if rx_hint and not hints:
         raise ValueError("rx_hint needs hints")
     if rx_hint_wrong not in HINT_WRONG or (rx_hint_wrong is not None and not rx_hint):
         raise ValueError(f"rx_hint_wrong must be one of {HINT_WRONG}, and only with rx_hint")
+    if rx_hint_form not in (None,) + HINT_FORMS or (rx_hint_form is not None and not rx_hint):
+        raise ValueError(f"rx_hint_form must be one of {HINT_FORMS}, and only with rx_hint")
     return bool(rx_hint)
 
 
@@ -973,13 +976,13 @@ class EngineModel:
     def __init__(self, width=64, conns=2, paths=4, keys=256, *, rx_streams=RX_SMALL["streams"], max_frame=9216,
                  outstanding=32, cq_join=True, max_rd_atomic=records.RD_ATOMIC, pacing=False,
                  ack_first=True, rows=False, interval=None, hints=False, hint_wrong=None, rx_hint=False,
-                 rx_hint_wrong=None, **tx_kw):
+                 rx_hint_wrong=None, rx_hint_form=None, **tx_kw):
         from .tx import TxCycleModel
         kw = engine_tx_params(tx_kw)
         # MR-ENG-311: the rate hints end to end, as Engine's
         self.hints, self.hint_wrong = check_engine_hint_options(hints, hint_wrong, pacing=pacing, rows=rows)
         # MR-ENG-338..340: the receiver computes its hint, the configuration in the hint window
-        self.rx_hint = check_rx_hint_options(self.hints, rx_hint, rx_hint_wrong)
+        self.rx_hint = check_rx_hint_options(self.hints, rx_hint, rx_hint_wrong, rx_hint_form)
         if self.hints:
             kw.update(hints=True, control=True)
         self.width = width
@@ -997,7 +1000,8 @@ class EngineModel:
                                 responses=True, rd_rows=True, atomics=True, max_rd_atomic=max_rd_atomic,
                                 pacing=self.pacing, cfg_sack=ENGINE_CFG_SACK, interval=self.interval,
                                 hint_regs=self.rx_hint)
-        self.hint_block = RxHintModel(conns, rx_hint_wrong) if self.rx_hint else None
+        # MR-ENG-361: the form Engine's RxHint takes (by the connections unless given)
+        self.hint_block = rx_hint_model(conns, rx_hint_wrong, rx_hint_form) if self.rx_hint else None
         self.seen_log = []          # MR-ENG-342: (now, conn, ce, more) of every arrival counted
         streams = kw.pop("streams")
         # MR-ENG-282: the ACK descriptors into the TX half's one frame builder (``ack_first``

@@ -19,10 +19,10 @@ from .records import TIME_BITS
 from .rx import unpack
 from .wire import MrdhFlag, Op
 
-__all__ = ["HINT_BITS", "PKT_BITS", "DIV_CYCLES", "NUM_BITS", "seen_layout", "RxHintModel",
+__all__ = ["HINT_BITS", "PKT_BITS", "DIV_CYCLES", "PREP_CYCLES", "JOB_CYCLES", "NUM_BITS", "seen_layout", "RxHintModel",
            "RxHintMemModel", "RxHintCycleModel", "HINT_WRONG", "MEM_WRONG", "HINT_FORMS", "MEM_FROM",
            "EPOCH_BITS", "hint_form", "rx_hint_model", "SEEN_OPS", "seen_of_meta",
-           "rx_hint_model_small", "rx_hint_model_4096"]
+           "rx_hint_model_small", "rx_hint_model_mem_small", "rx_hint_model_4096", "MEM_SMALL"]
 
 #: MR-ENG-328: the hint's width (the MRAH's hint as the TX half takes it, MR-TX-490)
 HINT_BITS = 19
@@ -31,6 +31,10 @@ PKT_BITS = 16
 #: MR-ENG-333: the divider's numerator bits; one quotient bit per cycle
 NUM_BITS = 40
 DIV_CYCLES = NUM_BITS
+#: MR-ENG-363: a divider job's cycles before its first quotient bit (its operands, then their
+#: products' limbs, registered): a job's result is written JOB_CYCLES cycles after its start
+PREP_CYCLES = 2
+JOB_CYCLES = DIV_CYCLES + PREP_CYCLES
 #: MR-ENG-336: negative controls only: "count" (the current interval's senders only, not the
 #: larger of the two intervals' counts), "drain" (no drain term)
 HINT_WRONG = (None, "count", "drain")
@@ -161,7 +165,7 @@ class RxHintModel:
             start = "iv" if self.iv_dirty else "hint"
             self.job_kind = start
             self.job = (start, self._result(line_mbps, mtu))
-            self.cnt = DIV_CYCLES
+            self.cnt = JOB_CYCLES
             self.jobs += 1
         return start
 
@@ -320,6 +324,15 @@ class RxHintCycleModel:
 def rx_hint_model_small(width=64):
     """MR-ENG-344: the model of ``hdl.rx_hint.rx_hint_small``."""
     return RxHintCycleModel(2)
+
+
+#: MR-ENG-357: the connections of the block ``rx_hint_mem`` (the memory form, small)
+MEM_SMALL = 16
+
+
+def rx_hint_model_mem_small(width=64):
+    """MR-ENG-357: the model of ``hdl.rx_hint.rx_hint_mem_small``."""
+    return RxHintCycleModel(MEM_SMALL, form="memory")
 
 
 def rx_hint_model_4096(width=64):

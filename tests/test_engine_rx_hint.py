@@ -65,14 +65,49 @@ def test_engine_rx_hint_ports_and_options():
     assert seen_of_meta(rec ^ (192 ^ 196) << at[("bth", "opcode")], 2) is None   # MR_ACK
 
 
-def _loopback(*, rtl=None, nbytes=4096, loss=0.0, p_bp=0.2, cc=None):
+def test_engine_rx_hint_form_by_connections():
+    """MR-ENG-361: the engine's ``RxHint`` and its model take the form by the connections as
+    ``RxHint`` does (MR-ENG-346): the flip-flop form at the engine's 2 and at 32, the memory
+    form at ``MEM_FROM`` = 64 and at 256 (the hinted engine's most: its register scheduler's);
+    ``rx_hint_form`` names it (the memory form at 2); a form not known, or without ``rx_hint``,
+    is refused. Negative control: the model's form before (the flip-flop form at 64)."""
+    import warnings
+
+    from amaranth.hdl import UnusedElaboratable
+
+    from metaroce.hdl.board_top import _silence_unused
+    from metaroce.hdl.engine import Engine
+    from metaroce.models.rx_hint import MEM_FROM, RxHintMemModel, RxHintModel
+    for conns, kw, form in ((2, {}, "flops"), (32, {}, "flops"), (MEM_FROM, {}, "memory"),
+                            (256, {}, "memory"), (2, {"rx_hint_form": "memory"}, "memory"),
+                            (MEM_FROM, {"rx_hint_form": "flops"}, "flops")):
+        rtl = Engine(64, conns=conns, hints=True, rx_hint=True, **kw)
+        _silence_unused(rtl)        # built for its hint block's form only
+        model = EngineModel(64, conns=conns, hints=True, rx_hint=True, **kw)
+        assert rtl.hint_block.form == model.hint_block.form == form, (conns, kw)
+        assert type(model.hint_block) is (RxHintMemModel if form == "memory" else RxHintModel)
+    # the model before MR-ENG-361 (RxHintModel whatever the connections) is not the RTL's form
+    rtl = Engine(64, conns=MEM_FROM, hints=True, rx_hint=True)
+    _silence_unused(rtl)
+    assert RxHintModel(MEM_FROM).form != rtl.hint_block.form
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnusedElaboratable)    # the refused engines
+        for bad in (dict(hints=True, rx_hint=True, rx_hint_form="sram"),
+                    dict(hints=True, rx_hint_form="memory")):
+            with pytest.raises(ValueError):
+                EngineModel(64, **bad)
+            with pytest.raises(ValueError):
+                Engine(64, **bad)
+
+
+def _loopback(*, rtl=None, nbytes=4096, loss=0.0, p_bp=0.2, cc=None, form=None):
     """MR-ENG-342: the engine writes ``nbytes`` to itself in 2 WRITEs, its receiver computing
     its hint (``RX_CFG``), every configuration written through the hint window; on the model,
     or the RTL ``rtl`` in lockstep with it (the arrivals its ``RxHint`` takes recorded inside).
     Returns the run's check, the driver, the model, the core and the RTL's arrivals."""
     hints = ce.hint_inputs(0, rx_hint=RX_CFG, **(cc or {}))
     drv, _, region, src = ce.loopback_run(64, nbytes, seed=3, loss=loss, n_writes=2, p_bp=p_bp, hints=hints)
-    model = EngineModel(64, max_frame=2048, hints=True, rx_hint=True)
+    model = EngineModel(64, max_frame=2048, hints=True, rx_hint=True, rx_hint_form=form)
     core, seen = None, []
     if rtl is None:
         run_loop(drv, model, model.active)
@@ -106,6 +141,18 @@ def test_engine_rx_hint_loopback_model():
     assert [h for h, _, _ in ref] == [0] * len(arrivals) and model.hint_block.hint == 0
     lay = model.tx.lay.cw.update
     assert {unpack(lay, u)["rate"] for u in model.tx.cw_updates} == {10_000}
+
+
+@pytest.mark.slow
+def test_engine_rx_hint_loopback_model_memory():
+    """MR-ENG-361: MR-ENG-342's loopback with the engine model's ``RxHint`` in the memory form
+    (``rx_hint_form="memory"``): the run completes byte for byte, the same arrivals counted as
+    with the flip-flop form, every ACK frame carrying 0."""
+    res, drv, model, _, _ = _loopback(form="memory")
+    ref_res, _, ref, _, _ = _loopback()
+    assert model.hint_block.form == "memory" and ref.hint_block.form == "flops"
+    assert res["frames_in"] == res["frames_out"] and model.seen_log == ref.seen_log
+    assert len(model.seen_log) >= 4 and set(drv.res["hints_out"]) == {0} and model.hint_block.hint == 0
 
 
 @pytest.mark.slow
