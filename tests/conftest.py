@@ -23,14 +23,6 @@ settings.load_profile("metaroce")
 # yosys builds, long Amaranth-simulator lockstep runs), run with `-m slow` instead. Each block
 # keeps a shorter lockstep (Amaranth simulator) in the default run.
 BUDGET_SLOW = {
-    # hinttb50: pays for test_rx_hint_rtl.py's default Verilator lockstep of RxHint's memory form
-    # with its negative control (a cold build and two runs and an Amaranth run, 20.3 CPU s cold)
-    # and test_engine_rx_hint_form_by_connections (0.6): the stand-in's planted-bug runs (24.9
-    # CPU s cold, their build standin_bug with them); the default run still shows a planted bug
-    # caught under Verilator at its cycle and signal (RxHint's negative control) and the
-    # stand-in's combinational and trigger runs
-    "tests/test_lockstep.py::test_lockstep_catches_planted_bug",
-    "tests/test_lockstep.py::test_drive_registered_outputs[mismatch]",
     # lead, session 49: the cold run at 8a77154a took 933 s; siblings of kept parametrizations
     # and second negative controls, ~78 CPU s together (cold records of the session)
     "tests/test_retransmit_amaranth.py::test_health_forwarded[2]",
@@ -288,7 +280,7 @@ LONGEST_FIRST = (
      "tests/test_rx_amaranth.py::test_window_and_bad_inputs[64-both]",         # 28 s
      "tests/test_engine_whole.py::test_two_engines_model_reads",               # 25 s
      "tests/test_tx_sched_amaranth.py::test_edge_flags_read_exact",            # 23 s
-     "tests/test_rx_amaranth.py::test_message_table",                          # 23 s
+     "tests/test_lockstep.py::test_lockstep_catches_planted_bug",              # 19 s (Verilator build)
      "tests/test_rx_hint_rtl.py::test_rx_hint_mem_rtl_lockstep"),              # 19 s (Verilator build; hinttb50)
 )
 
