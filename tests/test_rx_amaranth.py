@@ -1058,7 +1058,8 @@ def test_interval_gate_spaces_records_without_forwards(interval):
     cycles, RTL and model alike; the RX is built without the forwards between entries, and
     MR-RX-119's poisoned tables show that no read of a path, message, READ-state or verdict row
     met a write of that row: 0 mismatches on the burst, then on MR-RX-117's path-forward cases
-    (their path writes offered at once), S4's own-write cases and the message cases."""
+    (their path writes offered at once), S4's own-write cases and the message cases. MR-RX-355:
+    at 8 with S5's READ-state verdict made in S4 and registered (MR-RX-352; ``rc.read_cases``)."""
     assert Rx(64, interval=interval).alone and not Rx(64).alone and not Rx(64, interval=5).alone
     s = rc.Setup(*SMALL, seed=2, mtu_log2=6, n_streams=2)
     cases = rc.burst_same_path(s, 24, plen=9)
@@ -1143,6 +1144,29 @@ def test_ring_s3_catches_wrong(monkeypatch, form):
     with pytest.raises(Mismatch) as caught:
         run_lockstep(64, s, cases, share=False, **kw)
     print(form, caught.value)
+
+
+@pytest.mark.slow
+def test_r_new_s4_catches_wrong(monkeypatch):
+    """MR-RX-354 (negative control of MR-RX-352; MR-RX-353: only from interval 8, where the RX
+    is built without forwards): at interval 8 the registered READ-state verdict
+    with the entry's epoch compared against the chunk's own epoch in place of epoch - 1 (a
+    resent chunk of a READ response taken as new) fails the lockstep of the second run of
+    test_interval_gate_spaces_records_without_forwards[8] (its ``rc.read_cases``), which the
+    right RTL passes."""
+    import sys
+    from metaroce.tb.lockstep import wrong_form
+    assert Rx(64, interval=8).r_new_s4 and not Rx(64, interval=7).r_new_s4 and not Rx(64).r_new_s4
+    wrong = wrong_form("rx", "(s4_entry[:EPOCH_BITS] == s4_epoch_prev)",
+                       "(s4_entry[:EPOCH_BITS] == s4_carry.chunk[pos_bits:])")
+    monkeypatch.setattr(sys.modules[__name__], "Rx", wrong.Rx)
+    s = rc.Setup(*SMALL, seed=3, mtu_log2=6, n_streams=2)
+    cases = (rc.path_forward_cases(s, rounds=1) + rc.own_write_cases(s) + rc.message_cases(s)
+             + rc.read_cases(s, conn=1, stream=1) + rc.burst_slow(s, 8))
+    with pytest.raises(Mismatch) as caught:
+        run_lockstep(64, s, cases, seed=5, p_idle=0.0, p_bp=0.0, interval=8, check=False, quiet_cfg=False,
+                     share=False)
+    print(caught.value)
 
 
 @pytest.mark.slow
