@@ -367,6 +367,14 @@ NX_DONE = True
 # low bits (a mux tree on 8 select wires) in place of the AND-OR with a registered one-hot (256
 # more wires into the row's tiles); below it the one-hot form (interval 1's Verilog as before)
 RING_INDEX_INTERVAL = ALONE_INTERVAL
+# MR-RX-347: from this frame interval on S4's two ring lookups by index are made in S3 on the
+# path row's read data (what the row register loads) and registered with the record (the
+# 8-level mux tree off S4's cone, the routed RX's critical path after MR-RX-342)
+RING_S3_INTERVAL = SERIAL_INTERVAL
+# MR-RX-352: from this frame interval on S5's READ-state verdict `r_new` is made in S4 from the
+# READ-state table's read data (what S5's row register loads) and registered with the record (the
+# entry pick and epoch compare off S5's cone, the routed RX's critical path after MR-RX-347)
+RNEW_S4_INTERVAL = SERIAL_INTERVAL
 # MR-RX-269: the message table read in S2 and registered as the record enters S4 (False: the
 # read in S3 of MR-RX-115, the same function, for the depth and route comparison)
 MSG_READ_S2 = True
@@ -674,6 +682,9 @@ class Rx(wiring.Component):
         self.hold_n = hold_cycles(interval)
         self.ring_index = interval >= RING_INDEX_INTERVAL               # MR-RX-338
         self.rot_mux = interval >= ROT_MUX_INTERVAL                     # MR-RX-342
+        # MR-RX-348: only without forwards (the row register then loads S3's read data alone)
+        self.ring_s3 = self.alone and interval >= RING_S3_INTERVAL     # MR-RX-347
+        self.r_new_s4 = self.alone and interval >= RNEW_S4_INTERVAL     # MR-RX-352, MR-RX-353
         # MR-RX-240: off, a configuration write of a path row clears its SACK ring (the field
         # is not read), and the ring rotator that places it in the ring is not built
         self.cfg_sack = bool(cfg_sack)
@@ -1295,7 +1306,16 @@ class Rx(wiring.Component):
         s4_win = Signal(5)
         m.d.comb += s4_win.eq(_window_tests(psn, s4_psn_hi_m1, cum, row.high))
         in_win, behind, at_cum, gap, ahead = s4_win[0], s4_win[1], s4_win[2], s4_win[3], s4_win[4]
-        if self.ring_index:
+        if self.ring_s3:
+            # MR-RX-347: the same lookups made in S3 on the row the register loads (the read
+            # data alone, MR-RX-320) by S3's psn and psn + 1, registered with them
+            ring_bit, next_bit = Signal(name="s4_ring_bit"), Signal(name="s4_next_bit")
+            ring_field = lay.path_mem["ring"]
+            rd_ring = path_data[ring_field.offset:ring_field.offset + ring_field.width]
+            with m.If(advance):
+                m.d.sync += [ring_bit.eq(_ring_lookup(rd_ring, s3_psn[:RING_LOG2])),
+                             next_bit.eq(_ring_lookup(rd_ring, s3_psn_p1[:RING_LOG2]))]
+        elif self.ring_index:
             # MR-RX-338: the bits of psn and psn + 1 (both PSNs' low bits are registers)
             ring_bit = _ring_lookup(row.ring, psn[:RING_LOG2])
             next_bit = _ring_lookup(row.ring, s4_psn_p1[:RING_LOG2])
@@ -2069,7 +2089,19 @@ class Rx(wiring.Component):
                                                              rd_data=rds_data))
         r_entry = Signal(ent_w)
         m.d.comb += r_entry.eq(_pick(_words(rstate.ring, ent_w), m_pos))
-        r_new = ~s5_stale & ~rstate.done & (~r_entry[EPOCH_BITS] | (r_entry[:EPOCH_BITS] == epoch_prev))
+        if self.r_new_s4:
+            # MR-RX-352: the same terms in S4 from the read data S5's row register loads (the read
+            # data alone, MR-RX-320), S4's chunk and stale flag, registered with them
+            rd_now = data.View(lay.rd_state, rds_data)
+            s4_entry = Signal(ent_w, name="s4_rd_entry")
+            m.d.comb += s4_entry.eq(_pick(_words(rd_now.ring, ent_w), s4_carry.chunk[:pos_bits]))
+            s4_epoch_prev = (s4_carry.chunk[pos_bits:] - 1)[:EPOCH_BITS]
+            r_new = Signal(name="s5_r_new")
+            with m.If(advance):
+                m.d.sync += r_new.eq(~s4_stale & ~rd_now.done
+                                     & (~s4_entry[EPOCH_BITS] | (s4_entry[:EPOCH_BITS] == s4_epoch_prev)))
+        else:
+            r_new = ~s5_stale & ~rstate.done & (~r_entry[EPOCH_BITS] | (r_entry[:EPOCH_BITS] == epoch_prev))
         r_done = rstate.placed == m_rest
         m.d.comb += [nstate.done.eq(r_done),     # MR-RX-124: a prefix adder, as the message row's
                      nstate.placed.eq(add(rstate.placed, Cat(mc.plen, Const(0, 16)), name="nstate_placed_add")[:32])]

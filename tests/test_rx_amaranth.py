@@ -1058,7 +1058,8 @@ def test_interval_gate_spaces_records_without_forwards(interval):
     cycles, RTL and model alike; the RX is built without the forwards between entries, and
     MR-RX-119's poisoned tables show that no read of a path, message, READ-state or verdict row
     met a write of that row: 0 mismatches on the burst, then on MR-RX-117's path-forward cases
-    (their path writes offered at once), S4's own-write cases and the message cases."""
+    (their path writes offered at once), S4's own-write cases and the message cases. MR-RX-355:
+    at 8 with S5's READ-state verdict made in S4 and registered (MR-RX-352; ``rc.read_cases``)."""
     assert Rx(64, interval=interval).alone and not Rx(64).alone and not Rx(64, interval=5).alone
     s = rc.Setup(*SMALL, seed=2, mtu_log2=6, n_streams=2)
     cases = rc.burst_same_path(s, 24, plen=9)
@@ -1090,7 +1091,8 @@ def test_serial_hold(kind):
     MR-RX-333..335: H5's bits to clear straight from the rotator in hold 1 (no register);
     MR-RX-337: below interval 8 the parallel hold's register stays. MR-RX-339: with S4's ring
     lookups by the PSN's low bits (MR-RX-338). MR-RX-346: with the ring rotator in mux stages
-    and the clear from a register of its output (MR-RX-342, MR-RX-343)."""
+    and the clear from a register of its output (MR-RX-342, MR-RX-343). MR-RX-349: with S4's
+    ring lookups made in S3 and registered (MR-RX-347)."""
     assert Rx(64, interval=8).serial and not Rx(64, interval=7).serial and not Rx(64).serial
     res = _serial_hold_run(kind)
     assert res["counters"][RxCode.ACCEPTED] >= 60 and res["counters"][CTR_ABANDONED] > 0
@@ -1102,15 +1104,69 @@ def test_ring_lookup_by_index_catches_wrong(monkeypatch):
     the PSN's low bits, turned one bit further (the bit of psn + 1 for psn, of psn + 2 for
     psn + 1), fail the lockstep of ``rc.ring_alias_cases`` (received PSNs near cum sent again,
     aliased PSNs at cum and beyond the ring), which with the right index passes in
-    test_serial_hold."""
+    test_serial_hold. MR-RX-349: at interval 8 the lookups are S3's registered ones (MR-RX-347);
+    MR-RX-348: not below it."""
     import metaroce.hdl.rx as hdl_rx
     # MR-RX-341: below ALONE_INTERVAL the one-hot lookups stay
     assert Rx(64, interval=8).ring_index and not Rx(64, interval=5).ring_index and not Rx(64).ring_index
+    assert Rx(64, interval=8).ring_s3 and not Rx(64, interval=7).ring_s3
     monkeypatch.setattr(hdl_rx, "_ring_lookup", lambda ring, index: ring.bit_select((index + 1)[:len(index)], 1))
     s = rc.Setup(*SMALL, seed=16, ack_every=1)
     with pytest.raises(Mismatch):
         run_lockstep(64, s, rc.within_slots(s, rc.ring_alias_cases(s)), seed=9, p_idle=0.1, p_bp=0.2,
                      interval=8, share=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("form", ["next", "forwards"])
+def test_ring_s3_catches_wrong(monkeypatch, form):
+    """MR-RX-351 (negative controls of MR-RX-347, MR-RX-348): ``next``, at interval 8 the
+    registered ``next_bit`` of S3's read data indexed by S3's ``psn`` in place of ``psn + 1`` (one
+    PSN off: a filled gap's bit missed), fails the lockstep of ``rc.ring_alias_cases``
+    (MR-RX-340's control, one PSN off in both lookups, runs through the same form);
+    ``forwards``, the S3 lookups built at interval 1
+    (with the forwards between entries, MR-RX-117) on the read data, which misses S4's own write
+    of the cycle before, fail the lockstep of ``rc.own_write_cases`` (duplicates at distance 1),
+    which the right RTL passes in test_own_write_forwards."""
+    import sys
+    from metaroce.tb.lockstep import wrong_form
+    if form == "next":
+        wrong = wrong_form("rx", "next_bit.eq(_ring_lookup(rd_ring, s3_psn_p1[:RING_LOG2]))",
+                           "next_bit.eq(_ring_lookup(rd_ring, s3_psn[:RING_LOG2]))")
+        s = rc.Setup(*SMALL, seed=16, ack_every=1)
+        cases, kw = rc.within_slots(s, rc.ring_alias_cases(s)), dict(seed=9, p_idle=0.1, p_bp=0.2, interval=8)
+    else:
+        wrong = wrong_form("rx", "self.ring_s3 = self.alone and interval >= RING_S3_INTERVAL",
+                           "self.ring_s3 = True")
+        s = rc.Setup(*SMALL, seed=21)
+        cases, kw = rc.own_write_cases(s), dict(seed=2, p_idle=0.0, p_bp=0.0)
+    monkeypatch.setattr(sys.modules[__name__], "Rx", wrong.Rx)
+    with pytest.raises(Mismatch) as caught:
+        run_lockstep(64, s, cases, share=False, **kw)
+    print(form, caught.value)
+
+
+@pytest.mark.slow
+def test_r_new_s4_catches_wrong(monkeypatch):
+    """MR-RX-354 (negative control of MR-RX-352; MR-RX-353: only from interval 8, where the RX
+    is built without forwards): at interval 8 the registered READ-state verdict
+    with the entry's epoch compared against the chunk's own epoch in place of epoch - 1 (a
+    resent chunk of a READ response taken as new) fails the lockstep of the second run of
+    test_interval_gate_spaces_records_without_forwards[8] (its ``rc.read_cases``), which the
+    right RTL passes."""
+    import sys
+    from metaroce.tb.lockstep import wrong_form
+    assert Rx(64, interval=8).r_new_s4 and not Rx(64, interval=7).r_new_s4 and not Rx(64).r_new_s4
+    wrong = wrong_form("rx", "(s4_entry[:EPOCH_BITS] == s4_epoch_prev)",
+                       "(s4_entry[:EPOCH_BITS] == s4_carry.chunk[pos_bits:])")
+    monkeypatch.setattr(sys.modules[__name__], "Rx", wrong.Rx)
+    s = rc.Setup(*SMALL, seed=3, mtu_log2=6, n_streams=2)
+    cases = (rc.path_forward_cases(s, rounds=1) + rc.own_write_cases(s) + rc.message_cases(s)
+             + rc.read_cases(s, conn=1, stream=1) + rc.burst_slow(s, 8))
+    with pytest.raises(Mismatch) as caught:
+        run_lockstep(64, s, cases, seed=5, p_idle=0.0, p_bp=0.0, interval=8, check=False, quiet_cfg=False,
+                     share=False)
+    print(caught.value)
 
 
 @pytest.mark.slow
