@@ -15,7 +15,6 @@ mismatch the row names its cycle and signal and the test fails.
 """
 from __future__ import annotations
 
-import json
 import os
 
 import cocotb
@@ -24,7 +23,7 @@ from metaroce import blocks
 from metaroce.models import rx_hint_cases as hc
 from metaroce.models.rx_hint import RxHintCycleModel
 
-from .lockstep import Lockstep, Mismatch, drive, model_port_lists
+from .lockstep import Lockstep, Mismatch, drive, model_port_lists, write_out
 
 
 def case(block, env=None):
@@ -56,13 +55,6 @@ def figures(model, drv, cycles, mismatches):
             "max_senders": drv.max_senders, "hints": len(drv.hints)}
 
 
-def _write(row):
-    out = os.environ.get("RH_OUT")
-    if out:
-        with open(out, "w") as f:
-            json.dump(row, f)
-
-
 @cocotb.test()
 async def rx_hint_lockstep(dut):
     """MR-ENG-357, MR-ENG-358: RxHint and its cycle model in lockstep, every output every cycle."""
@@ -76,7 +68,7 @@ async def rx_hint_lockstep(dut):
         n = await drive(h, drv)
     except Mismatch as e:
         # MR-ENG-359: the failing run names where (compared with the Amaranth lockstep's)
-        _write({"mismatch": {"cycle": e.cycle, "signal": e.signal}, "wrong": model.m.wrong})
+        write_out("RH_OUT", {"mismatch": {"cycle": e.cycle, "signal": e.signal}, "wrong": model.m.wrong})
         raise
     assert h.mismatches == 0
-    _write(figures(model, drv, n, h.mismatches))
+    write_out("RH_OUT", figures(model, drv, n, h.mismatches))

@@ -18,7 +18,6 @@ mismatch the row names its cycle and signal and the test fails.
 """
 from __future__ import annotations
 
-import json
 import os
 from types import SimpleNamespace
 
@@ -29,7 +28,7 @@ from metaroce.models import tx_sched_cases as tc
 from metaroce.models.tx_pace import PacedTxSchedCycleModel
 from metaroce.models.tx_sched import SMALL, TxSchedModel
 
-from .lockstep import Lockstep, Mismatch, drive, model_port_lists
+from .lockstep import Lockstep, Mismatch, drive, model_port_lists, write_out
 from .tx_sched_rows import model_knobs
 
 
@@ -62,13 +61,6 @@ def case(env=None):
                              p_retime=float(env.get("TXP_RETIME", "0.5")), **kw)
     return SimpleNamespace(model=model, drv=drv, items=items, rsps=rsps, knobs=knobs,
                            rates=rates, short=env.get("TXP_CASE") == "short")
-
-
-def _write(row):
-    out = os.environ.get("TXP_OUT")
-    if out:
-        with open(out, "w") as f:
-            json.dump(row, f)
 
 
 def figures(c, cycles, mismatches):
@@ -117,8 +109,8 @@ async def tx_pace_lockstep(dut):
         n = await drive(h, c.drv, busy=c.model.busy)
     except Mismatch as e:
         # MR-TXS-369: the failing run names where (compared with the Amaranth lockstep's)
-        _write({"mismatch": {"cycle": e.cycle, "signal": e.signal}, "model": c.knobs,
+        write_out("TXP_OUT", {"mismatch": {"cycle": e.cycle, "signal": e.signal}, "model": c.knobs,
                 "completions": len(c.drv.res["cqe"]), "work_requests": len(c.items)})
         raise
     assert h.mismatches == 0
-    _write(figures(c, n, h.mismatches))
+    write_out("TXP_OUT", figures(c, n, h.mismatches))

@@ -42,7 +42,7 @@ from metaroce.models import tx_cases as xc
 from metaroce.models import tx_pace_cases as pc
 from metaroce.models.tx import SMALL, TxCycleModel
 
-from .lockstep import Lockstep, Mismatch, drive, model_port_lists
+from .lockstep import Lockstep, Mismatch, drive, model_port_lists, write_out
 from .tx import _harness as tx_harness, _sem, _width
 from .tx_sched_rows import model_knobs
 
@@ -98,7 +98,7 @@ def figures(c, cycles, mismatches, wall=None):
     f = pc.check_frames_left(model.paced, drv.res["left"], c.times)
     assert not r["early"] and not spacing and not f["early"], (r["early"], spacing, f["early"])
     # MR-TX-389: a forced charge only after a write with a time moved pace_until on
-    forced_alone = pc.forced_without_write(model.paced, c.times)
+    forced_alone = pc.forced_withoutwrite_out("TXP_OUT", model.paced, c.times)
     assert not forced_alone, forced_alone
     row = {"work_requests": len(c.items), "cycles": cycles, "frames": summary["frames"],
            "retransmits": summary["retransmits"], "lost": drv.res["lost"],
@@ -123,13 +123,6 @@ def figures(c, cycles, mismatches, wall=None):
     return row
 
 
-def _write(row):
-    out = os.environ.get("TXP_OUT")
-    if out:
-        with open(out, "w") as fh:
-            json.dump(row, fh)
-
-
 @cocotb.test()
 async def tx_paced_lockstep(dut):
     """MR-TX-249 (block ``tx_paced``), MR-TX-387/388 (``tx_rows_paced``, ``TXP_ROWS=1``): the
@@ -146,12 +139,12 @@ async def tx_paced_lockstep(dut):
     except Mismatch as e:
         # MR-TX-388: the failing run names where (compared with the Amaranth lockstep's)
         if c.rows:
-            _write({"mismatch": {"cycle": e.cycle, "signal": e.signal}, "model": c.knobs,
+            write_out("TXP_OUT", {"mismatch": {"cycle": e.cycle, "signal": e.signal}, "model": c.knobs,
                     "completions": len(c.drv.res["cqe"]), "work_requests": len(c.items)})
         raise
     wall = time.perf_counter() - t0
     assert h.mismatches == 0
-    _write(figures(c, n, h.mismatches, wall))
+    write_out("TXP_OUT", figures(c, n, h.mismatches, wall))
 
 
 @cocotb.test()

@@ -21,7 +21,6 @@ at a mismatch the row names its cycle and signal and the test fails.
 """
 from __future__ import annotations
 
-import json
 import os
 from types import SimpleNamespace
 
@@ -32,7 +31,7 @@ from metaroce.models.tx_sched import SMALL, TxSchedModel
 from metaroce.models.tx_sched_rows import TxSchedRowsModel
 from metaroce.models.wire import MrdhFlag
 
-from .lockstep import Mismatch
+from .lockstep import Mismatch, write_out
 from .tx_sched import sched_figures, sched_lockstep
 
 
@@ -46,13 +45,6 @@ def model_knobs(text):
             raise ValueError(f"TXR_MODEL: {part!r} is not name=0 or name=1")
         out[name.strip()] = value == "1"
     return out
-
-
-def _write(row):
-    out = os.environ.get("TXR_OUT")
-    if out:
-        with open(out, "w") as f:
-            json.dump(row, f)
 
 
 def case(env=None):
@@ -113,8 +105,8 @@ async def tx_sched_rows_lockstep(dut):
         h, n, wall = await sched_lockstep(dut, c.model, c.drv)
     except Mismatch as e:
         # MR-TXS-308: the failing run names where (compared with the Amaranth lockstep's)
-        _write({"mismatch": {"cycle": e.cycle, "signal": e.signal}, "model": c.knobs,
+        write_out("TXR_OUT", {"mismatch": {"cycle": e.cycle, "signal": e.signal}, "model": c.knobs,
                 "completions": len(c.drv.res["cqe"]), "work_requests": len(c.items)})
         raise
     assert h.mismatches == 0
-    _write(figures(c, n, wall, h.mismatches))
+    write_out("TXR_OUT", figures(c, n, wall, h.mismatches))
