@@ -1191,8 +1191,8 @@ def test_r_new_s4_catches_wrong(monkeypatch):
 def test_win_s3_catches_wrong(monkeypatch, form):
     """MR-RX-359 (negative controls of MR-RX-356, MR-RX-357): ``next``, at interval 8 the
     registered ``dist_lo`` (and the ``near`` and ``slide`` made of it) from S3's ``psn + 1`` in
-    place of ``psn`` (one PSN off: the PSN at cum counted as near, its aliased ring bit a
-    duplicate) fails the lockstep of ``rc.ring_alias_cases``; ``forwards``, the S3 terms built at
+    place of ``psn`` (one PSN off: near, slide and a slide's base wrong; it fails on a slow
+    update the RTL does not start) fails the lockstep of ``rc.ring_alias_cases``; ``forwards``, the S3 terms built at
     interval 1 (with the forwards between entries, MR-RX-117) on the read data, whose ``cum`` is
     not S4's own write of the cycle before, fail the lockstep of ``rc.own_write_cases``, which the
     right RTL passes in test_own_write_forwards."""
