@@ -326,6 +326,11 @@ def _window_tests(psn, psn_hi_m1, cum, high):
     return Cat(_cum_tests(psn, psn_hi_m1, cum), psn != high, ~(psn[23] ^ high[23] ^ (psn[:23] < high[:23])))
 
 
+#: MR-RX-356: ``_window_tests`` of all-zero operands (in_win, at_cum, ahead), the initial value of
+#: S4's registered window terms (those of its all-zero psn, row and psn[9:] - 1)
+WIN_TESTS_OF_ZEROS = 0b10101
+
+
 def _near_slide(in_win, dist_lo, psn_hi, cum_hi):
     """MR-RX-311, MR-RX-024/025: S4's ``Cat(near, slide)`` for a PSN in the window (``in_win``
     of :func:`_cum_tests`, ``dist_lo`` = ``psn[:9] - cum[:9]``): ``near``, ``psn - cum`` in
@@ -371,6 +376,11 @@ RING_INDEX_INTERVAL = ALONE_INTERVAL
 # path row's read data (what the row register loads) and registered with the record (the
 # 8-level mux tree off S4's cone, the routed RX's critical path after MR-RX-342)
 RING_S3_INTERVAL = SERIAL_INTERVAL
+# MR-RX-356: from this frame interval on S4's window terms (the compares of the PSN against the
+# path row's cum and high, psn[:9] - cum[:9], near, slide) are made in S3 on the path row's read
+# data and registered with the record (S4's window cone, the routed RX's critical path after
+# MR-RX-352)
+WIN_S3_INTERVAL = SERIAL_INTERVAL
 # MR-RX-352: from this frame interval on S5's READ-state verdict `r_new` is made in S4 from the
 # READ-state table's read data (what S5's row register loads) and registered with the record (the
 # entry pick and epoch compare off S5's cone, the routed RX's critical path after MR-RX-347)
@@ -684,6 +694,8 @@ class Rx(wiring.Component):
         self.rot_mux = interval >= ROT_MUX_INTERVAL                     # MR-RX-342
         # MR-RX-348: only without forwards (the row register then loads S3's read data alone)
         self.ring_s3 = self.alone and interval >= RING_S3_INTERVAL     # MR-RX-347
+        # MR-RX-357: likewise only without forwards (the row register loads S3's read data alone)
+        self.win_s3 = self.alone and interval >= WIN_S3_INTERVAL       # MR-RX-356
         self.r_new_s4 = self.alone and interval >= RNEW_S4_INTERVAL     # MR-RX-352, MR-RX-353
         # MR-RX-240: off, a configuration write of a path row clears its SACK ring (the field
         # is not read), and the ring rotator that places it in the ring is not built
@@ -1303,8 +1315,26 @@ class Rx(wiring.Component):
         psn_hi, psn_lo, cum_hi, cum_lo = psn[9:], psn[:9], cum[9:], cum[:9]
         # the window compares, ring lookups and ACK count test from the row register (MR-RX-120/121's
         # per-candidate forms in S3 are withdrawn: their fan-out of the row's bits did not route)
-        s4_win = Signal(5)
-        m.d.comb += s4_win.eq(_window_tests(psn, s4_psn_hi_m1, cum, row.high))
+        dist_lo = Signal(9)
+        near, slide = Signal(), Signal()
+        if self.win_s3:
+            # MR-RX-356: the same terms made in S3 on the row the register loads (the read data
+            # alone, MR-RX-320) by S3's psn and psn[9:] - 1, registered with them; the initial
+            # values are the terms of the registers' initial values (psn, cum, high, psn[9:] - 1
+            # all 0: in the window, at cum, not a gap, ahead)
+            s4_win = Signal(5, name="s4_win", init=WIN_TESTS_OF_ZEROS)
+            f_cum, f_high = lay.path_mem["cum"], lay.path_mem["high"]
+            rd_cum = path_data[f_cum.offset:f_cum.offset + f_cum.width]
+            rd_high = path_data[f_high.offset:f_high.offset + f_high.width]
+            s3_win, s3_dist_lo = Signal(5), Signal(9)
+            m.d.comb += [s3_win.eq(_window_tests(s3_psn, s3_psn_hi_m1, rd_cum, rd_high)),
+                         s3_dist_lo.eq(s3_psn[:9] - rd_cum[:9])]
+            with m.If(advance):
+                m.d.sync += [s4_win.eq(s3_win), dist_lo.eq(s3_dist_lo),
+                             Cat(near, slide).eq(_near_slide(s3_win[0], s3_dist_lo, s3_psn[9:], rd_cum[9:]))]
+        else:
+            s4_win = Signal(5)
+            m.d.comb += s4_win.eq(_window_tests(psn, s4_psn_hi_m1, cum, row.high))
         in_win, behind, at_cum, gap, ahead = s4_win[0], s4_win[1], s4_win[2], s4_win[3], s4_win[4]
         if self.ring_s3:
             # MR-RX-347: the same lookups made in S3 on the row the register loads (the read
@@ -1322,13 +1352,12 @@ class Rx(wiring.Component):
         else:
             ring_bit = (row.ring & s4_oh).any()
             next_bit = (row.ring & s4_oh_next).any()
-        dist_lo = Signal(9)
-        m.d.comb += dist_lo.eq(psn_lo - cum_lo)
         # MR-RX-310: the ring holds cum+1 .. cum+256 only (bit psn mod 256): the PSN at cum and
         # a slide's (cum+257 .. cum+512) alias onto window bits, so the lookup counts only for
         # a PSN `near` (psn - cum in 1 .. 256)
-        near, slide = Signal(), Signal()
-        m.d.comb += Cat(near, slide).eq(_near_slide(in_win, dist_lo, psn_hi, cum_hi))
+        if not self.win_s3:
+            m.d.comb += [dist_lo.eq(psn_lo - cum_lo),
+                         Cat(near, slide).eq(_near_slide(in_win, dist_lo, psn_hi, cum_hi))]
         ring_hit = (near if RING_NEAR else in_win) & ring_bit
         new = in_win & ~ring_hit
         dup = behind | ring_hit

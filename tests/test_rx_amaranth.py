@@ -163,7 +163,8 @@ def test_slow_terms_never_near():
     and the 24-bit wrap: at_cum is distance 0, near 1..256, slide 257..512, in_win 0..512; so a
     PSN at cum or a slide is in the window and never near, so `slow` and S4's new cum need no
     ring lookup (and a near PSN's set needs none: a hit is the arrival's own bit). The
-    negative control: a `near` that also counts at distance 0 fails the check."""
+    negative control: a `near` that also counts at distance 0 fails the check. MR-RX-356: the
+    initial value of S4's registered window terms, `WIN_TESTS_OF_ZEROS`."""
     from amaranth.hdl import Cat
     from metaroce.hdl.rx import _near_slide
     _check_window_terms(_near_slide)
@@ -173,6 +174,20 @@ def test_slow_terms_never_near():
 
     with pytest.raises(AssertionError):
         _check_window_terms(near_at_cum_too, cums=(5,))
+
+    # MR-RX-356: the initial value of S4's registered window terms is those of all-zero registers
+    from amaranth.hdl import Signal
+    from metaroce.hdl.rx import WIN_TESTS_OF_ZEROS, _window_tests
+    z = Const(0, 24)
+    m = Module()
+    win = Signal(5)
+    m.d.comb += win.eq(_window_tests(z, Const(0, 15), z, z))
+    sim = Simulator(m)
+
+    async def zeros(ctx):
+        assert ctx.get(win) == WIN_TESTS_OF_ZEROS
+    sim.add_testbench(zeros)
+    sim.run()
 
 
 def test_slow_row_from_write_register_catches_wrong_cycle(monkeypatch):
@@ -1059,7 +1074,8 @@ def test_interval_gate_spaces_records_without_forwards(interval):
     MR-RX-119's poisoned tables show that no read of a path, message, READ-state or verdict row
     met a write of that row: 0 mismatches on the burst, then on MR-RX-117's path-forward cases
     (their path writes offered at once), S4's own-write cases and the message cases. MR-RX-355:
-    at 8 with S5's READ-state verdict made in S4 and registered (MR-RX-352; ``rc.read_cases``)."""
+    at 8 with S5's READ-state verdict made in S4 and registered (MR-RX-352; ``rc.read_cases``). MR-RX-358: at 8 with S4's window terms made in S3
+    and registered (MR-RX-356)."""
     assert Rx(64, interval=interval).alone and not Rx(64).alone and not Rx(64, interval=5).alone
     s = rc.Setup(*SMALL, seed=2, mtu_log2=6, n_streams=2)
     cases = rc.burst_same_path(s, 24, plen=9)
@@ -1092,7 +1108,8 @@ def test_serial_hold(kind):
     MR-RX-337: below interval 8 the parallel hold's register stays. MR-RX-339: with S4's ring
     lookups by the PSN's low bits (MR-RX-338). MR-RX-346: with the ring rotator in mux stages
     and the clear from a register of its output (MR-RX-342, MR-RX-343). MR-RX-349: with S4's
-    ring lookups made in S3 and registered (MR-RX-347)."""
+    ring lookups made in S3 and registered (MR-RX-347). MR-RX-358: with S4's window terms made
+    in S3 and registered (MR-RX-356)."""
     assert Rx(64, interval=8).serial and not Rx(64, interval=7).serial and not Rx(64).serial
     res = _serial_hold_run(kind)
     assert res["counters"][RxCode.ACCEPTED] >= 60 and res["counters"][CTR_ABANDONED] > 0
@@ -1167,6 +1184,33 @@ def test_r_new_s4_catches_wrong(monkeypatch):
         run_lockstep(64, s, cases, seed=5, p_idle=0.0, p_bp=0.0, interval=8, check=False, quiet_cfg=False,
                      share=False)
     print(caught.value)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("form", ["next", "forwards"])
+def test_win_s3_catches_wrong(monkeypatch, form):
+    """MR-RX-359 (negative controls of MR-RX-356, MR-RX-357): ``next``, at interval 8 the
+    registered ``dist_lo`` (and the ``near`` and ``slide`` made of it) from S3's ``psn + 1`` in
+    place of ``psn`` (one PSN off: near, slide and a slide's base wrong; it fails on a slow
+    update the RTL does not start) fails the lockstep of ``rc.ring_alias_cases``; ``forwards``, the S3 terms built at
+    interval 1 (with the forwards between entries, MR-RX-117) on the read data, whose ``cum`` is
+    not S4's own write of the cycle before, fail the lockstep of ``rc.own_write_cases``, which the
+    right RTL passes in test_own_write_forwards."""
+    import sys
+    from metaroce.tb.lockstep import wrong_form
+    assert Rx(64, interval=8).win_s3 and not Rx(64, interval=7).win_s3 and not Rx(64).win_s3
+    if form == "next":
+        wrong = wrong_form("rx", "s3_dist_lo.eq(s3_psn[:9] - rd_cum[:9])", "s3_dist_lo.eq(s3_psn_p1[:9] - rd_cum[:9])")
+        s = rc.Setup(*SMALL, seed=16, ack_every=1)
+        cases, kw = rc.within_slots(s, rc.ring_alias_cases(s)), dict(seed=9, p_idle=0.1, p_bp=0.2, interval=8)
+    else:
+        wrong = wrong_form("rx", "self.win_s3 = self.alone and interval >= WIN_S3_INTERVAL", "self.win_s3 = True")
+        s = rc.Setup(*SMALL, seed=21)
+        cases, kw = rc.own_write_cases(s), dict(seed=2, p_idle=0.0, p_bp=0.0)
+    monkeypatch.setattr(sys.modules[__name__], "Rx", wrong.Rx)
+    with pytest.raises(Mismatch) as caught:
+        run_lockstep(64, s, cases, share=False, **kw)
+    print(form, caught.value)
 
 
 @pytest.mark.slow

@@ -98,7 +98,8 @@ def test_rx_rtl_engine_interval():
     lookups by the PSN's low bits (MR-RX-338). MR-RX-346: with the ring rotator in mux stages
     and the clear from a register of its output (MR-RX-342, MR-RX-343); MR-RX-349: S4's ring
     lookups made in S3 and registered (MR-RX-347); MR-RX-355: S5's READ-state verdict made in S4
-    and registered (MR-RX-352)."""
+    and registered (MR-RX-352); MR-RX-358: S4's window terms made in S3 and registered
+    (MR-RX-356)."""
     b = tb_build.build(blocks.get("rx_engine"), 64)
     env = {"RX_INTERVAL": "8", "RX_SEED": os.environ.get("RX_SEED", "64"), "RX_RANDOM": os.environ.get("RX_RANDOM", "300")}
     row = vl.run_one(b, "metaroce.tb.rx", "rx_interval", env, out_var="RX_INTERVAL_OUT")
