@@ -1145,16 +1145,25 @@ def test_ring_s3_catches_wrong(monkeypatch, form):
     (with the forwards between entries, MR-RX-117) on the read data, which misses S4's own write
     of the cycle before, fail the lockstep of ``rc.own_write_cases`` (duplicates at distance 1),
     which the right RTL passes in test_own_write_forwards."""
+    _s3_form_fails(monkeypatch, form, "ring_s3",
+                   ("next_bit.eq(_ring_lookup(rd_ring, s3_psn_p1[:RING_LOG2]))",
+                    "next_bit.eq(_ring_lookup(rd_ring, s3_psn[:RING_LOG2]))"),
+                   "self.ring_s3 = self.alone and interval >= RING_S3_INTERVAL")
+
+
+def _s3_form_fails(monkeypatch, form, flag, next_edit, flag_line):
+    """The S3 forms' negative controls (MR-RX-351, MR-RX-359): ``next``, the RX with
+    ``next_edit`` (old, new) applied, against ``rc.ring_alias_cases`` at interval 8; ``forwards``,
+    ``flag_line`` made ``self.<flag> = True`` (the S3 form at interval 1, with forwards), against
+    ``rc.own_write_cases``: each lockstep raises Mismatch."""
     import sys
     from metaroce.tb.lockstep import wrong_form
     if form == "next":
-        wrong = wrong_form("rx", "next_bit.eq(_ring_lookup(rd_ring, s3_psn_p1[:RING_LOG2]))",
-                           "next_bit.eq(_ring_lookup(rd_ring, s3_psn[:RING_LOG2]))")
+        wrong = wrong_form("rx", *next_edit)
         s = rc.Setup(*SMALL, seed=16, ack_every=1)
         cases, kw = rc.within_slots(s, rc.ring_alias_cases(s)), dict(seed=9, p_idle=0.1, p_bp=0.2, interval=8)
     else:
-        wrong = wrong_form("rx", "self.ring_s3 = self.alone and interval >= RING_S3_INTERVAL",
-                           "self.ring_s3 = True")
+        wrong = wrong_form("rx", flag_line, f"self.{flag} = True")
         s = rc.Setup(*SMALL, seed=21)
         cases, kw = rc.own_write_cases(s), dict(seed=2, p_idle=0.0, p_bp=0.0)
     monkeypatch.setattr(sys.modules[__name__], "Rx", wrong.Rx)
@@ -1196,21 +1205,10 @@ def test_win_s3_catches_wrong(monkeypatch, form):
     interval 1 (with the forwards between entries, MR-RX-117) on the read data, whose ``cum`` is
     not S4's own write of the cycle before, fail the lockstep of ``rc.own_write_cases``, which the
     right RTL passes in test_own_write_forwards."""
-    import sys
-    from metaroce.tb.lockstep import wrong_form
     assert Rx(64, interval=8).win_s3 and not Rx(64, interval=7).win_s3 and not Rx(64).win_s3
-    if form == "next":
-        wrong = wrong_form("rx", "s3_dist_lo.eq(s3_psn[:9] - rd_cum[:9])", "s3_dist_lo.eq(s3_psn_p1[:9] - rd_cum[:9])")
-        s = rc.Setup(*SMALL, seed=16, ack_every=1)
-        cases, kw = rc.within_slots(s, rc.ring_alias_cases(s)), dict(seed=9, p_idle=0.1, p_bp=0.2, interval=8)
-    else:
-        wrong = wrong_form("rx", "self.win_s3 = self.alone and interval >= WIN_S3_INTERVAL", "self.win_s3 = True")
-        s = rc.Setup(*SMALL, seed=21)
-        cases, kw = rc.own_write_cases(s), dict(seed=2, p_idle=0.0, p_bp=0.0)
-    monkeypatch.setattr(sys.modules[__name__], "Rx", wrong.Rx)
-    with pytest.raises(Mismatch) as caught:
-        run_lockstep(64, s, cases, share=False, **kw)
-    print(form, caught.value)
+    _s3_form_fails(monkeypatch, form, "win_s3",
+                   ("s3_dist_lo.eq(s3_psn[:9] - rd_cum[:9])", "s3_dist_lo.eq(s3_psn_p1[:9] - rd_cum[:9])"),
+                   "self.win_s3 = self.alone and interval >= WIN_S3_INTERVAL")
 
 
 @pytest.mark.slow
